@@ -1,0 +1,199 @@
+package txinbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime/debug"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// item is one distinct (scope, id) of a batch.
+type item struct {
+	msg      *Message
+	row      store.ClaimRow
+	res      Result
+	stored   []byte // the committed payload hash, for Duplicate and Drift
+	failed   bool   // its handler failed: an attempt is recorded after the commit
+	excluded bool   // failed in the optimistic pass: not run again in this batch
+}
+
+// final reports whether the item's outcome is decided for this transaction.
+func (it *item) final() bool { return it.res.Outcome != 0 }
+
+// noIDMessage is a message that has no id and is dead-lettered.
+type noIDMessage struct {
+	msg  *Message
+	hash []byte
+	res  Result
+}
+
+// repeat is a later copy of an id already in the batch: it is not claimed
+// (a JOIN against the claim's result would run the effect twice); it gets
+// its outcome from the first copy.
+type repeat struct {
+	of   *item
+	hash []byte
+}
+
+// slot says where the result of one input message comes from.
+type slot struct {
+	it   *item
+	rep  *repeat
+	noID *noIDMessage
+}
+
+type batch struct {
+	slots   []slot
+	items   []*item
+	repeats []*repeat
+	noID    []*noIDMessage
+}
+
+func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
+	b := &batch{slots: make([]slot, len(msgs)), items: make([]*item, 0, len(msgs))}
+	seen := make(map[store.Key]*item, len(msgs))
+	now := p.cfg.Now()
+	for i, m := range msgs {
+		if m.Scope == "" {
+			m.Scope = p.cfg.Scope
+		}
+		if m.ReceivedAt.IsZero() {
+			m.ReceivedAt = now
+		}
+		h := m.PayloadHash()
+		hash := h[:]
+		if m.ID == "" {
+			nm := &noIDMessage{msg: m, hash: hash}
+			b.noID = append(b.noID, nm)
+			b.slots[i].noID = nm
+			continue
+		}
+		key := store.Key{Scope: m.Scope, MessageID: m.ID}
+		if first, ok := seen[key]; ok {
+			r := &repeat{of: first, hash: hash}
+			b.repeats = append(b.repeats, r)
+			b.slots[i].rep = r
+			continue
+		}
+		it := &item{msg: m, row: store.ClaimRow{
+			Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
+			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt,
+		}}
+		seen[key] = it
+		b.items = append(b.items, it)
+		b.slots[i].it = it
+	}
+	return b
+}
+
+// reset forgets the outcomes of a transaction that did not commit.
+func (b *batch) reset() {
+	for _, it := range b.items {
+		it.res, it.stored, it.failed, it.excluded = Result{}, nil, false, false
+	}
+}
+
+// fill copies the final outcomes into results, aligned with the input.
+func (b *batch) fill(results []Result) {
+	for i, s := range b.slots {
+		switch {
+		case s.it != nil:
+			results[i] = s.it.res
+		case s.noID != nil:
+			results[i] = s.noID.res
+		default:
+			results[i] = s.rep.result()
+		}
+	}
+}
+
+// committedHash is the payload hash that the inbox holds for the item's key
+// once the transaction commits, or nil if it will hold none.
+func (it *item) committedHash() []byte {
+	switch it.res.Outcome {
+	case Processed:
+		return it.row.PayloadHash
+	case Duplicate, Drift:
+		return it.stored
+	}
+	return nil
+}
+
+func (r *repeat) drifted() bool {
+	h := r.of.committedHash()
+	return h != nil && !bytes.Equal(h, r.hash)
+}
+
+func (r *repeat) result() Result {
+	switch r.of.res.Outcome {
+	case Processed, Duplicate, Drift:
+		if r.drifted() {
+			return Result{Outcome: Drift}
+		}
+		return Result{Outcome: Duplicate}
+	}
+	return r.of.res
+}
+
+// repeatDrift returns the drift rows of in-batch repeats, recorded just
+// before the commit, once the first copies' outcomes are known.
+func (b *batch) repeatDrift(now func() store.DriftRow) []store.DriftRow {
+	var rows []store.DriftRow
+	for _, r := range b.repeats {
+		if r.drifted() {
+			d := now()
+			d.Key, d.Source, d.SourcePosition = r.of.row.Key, r.of.row.Source, r.of.row.SourcePosition
+			d.StoredHash, d.ReceivedHash = r.of.committedHash(), r.hash
+			rows = append(rows, d)
+		}
+	}
+	return rows
+}
+
+// callHandler runs the configured handler for msgs, turning a panic into a
+// *PanicError.
+func (p *Processor[TTx]) callHandler(ctx context.Context, tx TTx, msgs []*Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if p.cfg.BatchHandler != nil {
+		return p.cfg.BatchHandler(ctx, tx, msgs)
+	}
+	for _, m := range msgs {
+		if err := p.cfg.Handler(ctx, tx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Processor[TTx]) failureRow(it *item) store.FailureRow {
+	var perm *PermanentError
+	isPerm := errors.As(it.res.Err, &perm)
+	reason := "max attempts"
+	if isPerm {
+		reason = "permanent error"
+	}
+	return store.FailureRow{
+		Key: it.row.Key, Error: it.res.Err.Error(), FailedAt: p.cfg.Now(), Permanent: isPerm,
+		DeadLetter: p.deadLetterRow(it.msg, it.row.PayloadHash, 0, reason, it.res.Err.Error()),
+	}
+}
+
+func (p *Processor[TTx]) deadLetterRow(m *Message, hash []byte, attempts int, reason, lastErr string) store.DeadLetterRow {
+	headers := m.Headers
+	if headers == nil {
+		headers = []Header{}
+	}
+	hj, _ := json.Marshal(headers) // []Header of strings always marshals
+	return store.DeadLetterRow{
+		Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source, SourcePosition: m.SourcePosition,
+		PartitionKey: m.PartitionKey, Payload: m.Payload, PayloadHash: hash, HeadersJSON: hj,
+		Attempts: attempts, Reason: reason, LastError: lastErr, ReceivedAt: m.ReceivedAt, DeadLetteredAt: p.cfg.Now(),
+	}
+}

@@ -1,0 +1,135 @@
+package txinbox
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// HandlerFunc runs the side effect of one new message inside the inbox's own
+// transaction tx. If it returns an error (or panics), everything it did is
+// rolled back, the message's inbox row is not kept and the outcome is Retry
+// (or DeadLettered once the attempts are exhausted, or at once for a
+// Permanent error).
+type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *Message) error
+
+// BatchHandlerFunc runs the side effects of all new messages of a batch at
+// once, inside the inbox's transaction, so a user can write them with one
+// multi-row statement. Duplicates, drift and dead letters are never passed.
+// If it fails, the batch is redone calling it with one message at a time, to
+// find the message at fault.
+type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*Message) error
+
+// BackoffFunc returns how long to wait before redelivering a message that
+// failed attempts times (attempts >= 1).
+type BackoffFunc func(attempts int) time.Duration
+
+// Config configures a Processor. Exactly one of Handler and BatchHandler is
+// required.
+type Config[TTx any] struct {
+	// Scope is the inbox scope of messages whose Scope is empty: the bounded
+	// context or consumer group. Required.
+	Scope string
+	// Handler runs one message's side effect.
+	Handler HandlerFunc[TTx]
+	// BatchHandler runs the side effects of a batch's new messages at once.
+	BatchHandler BatchHandlerFunc[TTx]
+	// MaxBatchSize caps the messages per transaction; Process splits larger
+	// slices. Defaults to 100; at most 5000.
+	MaxBatchSize int
+	// Linger is how long Submit waits for more messages before it flushes a
+	// batch that is not full. Defaults to 2ms.
+	Linger time.Duration
+	// Concurrency is how many Submit batches may be in flight at once.
+	// Defaults to 4.
+	Concurrency int
+	// MaxAttempts is how many failed attempts dead-letter a message.
+	// Defaults to 10.
+	MaxAttempts int
+	// Backoff gives Result.RetryAfter. Defaults to exponential backoff from
+	// 1s, doubling, capped at 5 minutes, with up to 20% jitter.
+	Backoff BackoffFunc
+	// Ordered, when true, makes a failure of a message turn every later
+	// message of the same batch with the same PartitionKey into a Retry
+	// without running it, so effects commit in order per partition key.
+	// Defaults to false.
+	Ordered bool
+	// TransientRetries is how many times a batch transaction is retried
+	// after a transient database error (deadlock, serialization failure,
+	// busy file) before Process returns the error. Defaults to 3.
+	TransientRetries int
+	// Hooks receive outcomes and batch statistics (see OutcomeHook,
+	// BatchHook, BatchStartHook). Defaults to none.
+	Hooks []Hook
+	// Logger logs failures and dead letters. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time. Defaults to time.Now; tests set it.
+	Now func() time.Time
+}
+
+// MaxBatchSizeLimit is the largest MaxBatchSize accepted.
+const MaxBatchSizeLimit = 5000
+
+func (c Config[TTx]) withDefaults() Config[TTx] {
+	if c.MaxBatchSize == 0 {
+		c.MaxBatchSize = 100
+	}
+	if c.Linger == 0 {
+		c.Linger = 2 * time.Millisecond
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 10
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.TransientRetries == 0 {
+		c.TransientRetries = 3
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config[TTx]) validate() error {
+	switch {
+	case c.Scope == "":
+		return &ConfigError{"Scope", "required"}
+	case c.Handler == nil && c.BatchHandler == nil:
+		return &ConfigError{"Handler", "one of Handler and BatchHandler is required"}
+	case c.Handler != nil && c.BatchHandler != nil:
+		return &ConfigError{"BatchHandler", "set only one of Handler and BatchHandler"}
+	case c.MaxBatchSize < 1 || c.MaxBatchSize > MaxBatchSizeLimit:
+		return &ConfigError{"MaxBatchSize", "must be between 1 and 5000"}
+	case c.Linger < 0:
+		return &ConfigError{"Linger", "must not be negative"}
+	case c.Concurrency < 1:
+		return &ConfigError{"Concurrency", "must be at least 1"}
+	case c.MaxAttempts < 1:
+		return &ConfigError{"MaxAttempts", "must be at least 1"}
+	case c.TransientRetries < 0:
+		return &ConfigError{"TransientRetries", "must not be negative"}
+	}
+	return nil
+}
+
+// DefaultBackoff waits 1s after the first failure, doubling up to 5 minutes,
+// plus up to 20% jitter so that retries of many messages spread out.
+func DefaultBackoff(attempts int) time.Duration {
+	if attempts < 1 {
+		attempts = 1
+	}
+	d := 5 * time.Minute
+	if attempts <= 9 {
+		d = min(time.Second<<(attempts-1), d)
+	}
+	return d + time.Duration(rand.Int64N(int64(d/5)+1))
+}

@@ -1,0 +1,47 @@
+package txinbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoMessageID is the reason a message without an id is dead-lettered.
+var ErrNoMessageID = errors.New("txinbox: message has no id")
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("txinbox: processor closed")
+
+// PermanentError marks a handler error that no retry can fix: the message
+// is dead-lettered at once instead of after Config.MaxAttempts.
+type PermanentError struct{ Err error }
+
+// Permanent wraps err so that the processor dead-letters the message at its
+// first failure.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// PanicError is a handler panic turned into an error; the message is
+// retried like any other failure.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("txinbox: handler panicked: %v", e.Value) }
+
+// ConfigError names the Config field that is invalid.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return "txinbox: invalid Config." + e.Field + ": " + e.Msg }

@@ -1,0 +1,87 @@
+// Package testdb gives tests a real PostgreSQL: the DSN from
+// TXINBOX_TEST_DATABASE_URL (default: the cluster .ci/start-postgres
+// starts), a fresh schema per test, and a skip with the reason when no
+// server answers, except under TXINBOX_REQUIRE_DB=1 (set by CI), where a
+// missing server fails the test.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultURL is the cluster that .ci/start-postgres starts.
+const DefaultURL = "postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable"
+
+// URL returns the test database URL.
+func URL() string {
+	if u := os.Getenv("TXINBOX_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Require returns a pool on the test database, or skips (fails under
+// TXINBOX_REQUIRE_DB=1) when none answers.
+func Require(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, URL())
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		msg := "PostgreSQL not reachable at " + URL() + " (set TXINBOX_TEST_DATABASE_URL or run .ci/start-postgres): " + err.Error()
+		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// NewSchema creates a schema with a random name, drops it at cleanup, and
+// returns its name.
+func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "t_" + hex.EncodeToString(b)
+	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE") //nolint:errcheck // best effort
+	})
+	return name
+}
+
+// PoolIn opens a pool whose search_path is schema, closed at cleanup.
+func PoolIn(t testing.TB, schema string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}

@@ -1,0 +1,54 @@
+package txinbox
+
+import (
+	"crypto/sha256"
+	"time"
+)
+
+// Message is one delivery from a broker, as the inbox sees it.
+type Message struct {
+	// Scope is the bounded context or consumer group that owns the inbox
+	// entry. The unique key is (Scope, ID), so two consumer groups reading
+	// one topic each process every message once. Defaults to Config.Scope.
+	Scope string
+	// ID is the message id: a transport id (Kafka topic/partition/offset,
+	// AMQP message_id, SQS MessageId) or a content key (EDIFACT UNB, AS4
+	// MessageId). A message without one is dead-lettered.
+	ID string
+	// Source names where the message came from: topic, queue or partner.
+	Source string
+	// SourcePosition is the position in the source, e.g. "3:1042" for a
+	// Kafka partition and offset. Informational.
+	SourcePosition string
+	// PartitionKey is the ordering key (Kafka record key, partner id).
+	PartitionKey string
+	// Payload is the message body. Its SHA-256 is stored with the key and
+	// compared on redelivery (drift detection).
+	Payload []byte
+	// Headers are the transport headers, kept in dead letters.
+	Headers []Header
+	// ReceivedAt is when the message was received. Defaults to the time
+	// the processor first saw it.
+	ReceivedAt time.Time
+}
+
+// Header is one transport header. Keys may repeat.
+type Header struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Header returns the value of the first header named key, or "".
+func (m *Message) Header(key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// PayloadHash returns the SHA-256 of the payload, as stored in the inbox.
+func (m *Message) PayloadHash() [32]byte {
+	return sha256.Sum256(m.Payload)
+}

@@ -1,0 +1,179 @@
+package txinbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// Processor turns deliveries into exactly-once side effects: it claims each
+// message's (scope, id) in the inbox table and runs the handler in the same
+// database transaction, a batch at a time. It is safe for concurrent use.
+//
+// TTx is the store's transaction type: pgx.Tx with pgstore, *sql.Tx with
+// sqlitestore.
+type Processor[TTx any] struct {
+	driver store.Driver[TTx]
+	cfg    Config[TTx]
+
+	outcomeHooks []OutcomeHook
+	batchHooks   []BatchHook
+	startHooks   []BatchStartHook
+
+	batcherOnce sync.Once
+	reqs        chan *submitRequest
+	closing     chan struct{}
+	closeOnce   sync.Once
+	workers     sync.WaitGroup
+}
+
+// NewProcessor returns a Processor that stores its inbox through driver.
+func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processor[TTx], error) {
+	if driver == nil {
+		return nil, errors.New("txinbox: NewProcessor: driver is nil")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &Processor[TTx]{
+		driver:  driver,
+		cfg:     cfg,
+		reqs:    make(chan *submitRequest),
+		closing: make(chan struct{}),
+	}
+	for i, h := range cfg.Hooks {
+		used := false
+		if oh, ok := h.(OutcomeHook); ok {
+			p.outcomeHooks, used = append(p.outcomeHooks, oh), true
+		}
+		if bh, ok := h.(BatchHook); ok {
+			p.batchHooks, used = append(p.batchHooks, bh), true
+		}
+		if sh, ok := h.(BatchStartHook); ok {
+			p.startHooks, used = append(p.startHooks, sh), true
+		}
+		if !used {
+			return nil, &ConfigError{fmt.Sprintf("Hooks[%d]", i), fmt.Sprintf("%T implements no hook interface", h)}
+		}
+	}
+	return p, nil
+}
+
+// Process processes msgs in transactions of at most Config.MaxBatchSize
+// messages and returns one Result per message, aligned with msgs.
+//
+// If err is non-nil, some transaction did not commit: the messages whose
+// Result.Outcome is zero were not processed and must not be acked; the
+// others were committed by earlier transactions and may be acked. A source
+// acks exactly the messages whose Outcome.Ack() is true.
+func (p *Processor[TTx]) Process(ctx context.Context, msgs []*Message) ([]Result, error) {
+	results := make([]Result, len(msgs))
+	for start := 0; start < len(msgs); start += p.cfg.MaxBatchSize {
+		end := min(start+p.cfg.MaxBatchSize, len(msgs))
+		if err := p.processBatch(ctx, msgs[start:end], results[start:end]); err != nil {
+			clear(results[start:end])
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, results []Result) (err error) {
+	var ends []func(error)
+	for _, h := range p.startHooks {
+		var end func(error)
+		ctx, end = h.OnBatchStart(ctx, len(msgs))
+		ends = append(ends, end)
+	}
+	defer func() {
+		for _, end := range ends {
+			end(err)
+		}
+	}()
+
+	b := p.prepare(msgs)
+	info := BatchInfo{Size: len(msgs)}
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err = p.runBatch(ctx, b, &info)
+		if err == nil || !p.driver.IsTransient(err) || attempt >= p.cfg.TransientRetries || ctx.Err() != nil {
+			break
+		}
+		info.Transient++
+		b.reset()
+		p.cfg.Logger.DebugContext(ctx, "txinbox: retrying batch after a transient database error", "err", err)
+	}
+	info.Duration, info.Err = time.Since(start), err
+	if err == nil {
+		p.afterCommit(ctx, b)
+		b.fill(results)
+	}
+	for _, h := range p.batchHooks {
+		h.OnBatch(ctx, info)
+	}
+	if err != nil {
+		return fmt.Errorf("txinbox: batch of %d messages not committed: %w", len(msgs), err)
+	}
+	for i, m := range msgs {
+		for _, h := range p.outcomeHooks {
+			h.OnOutcome(ctx, m, results[i])
+		}
+	}
+	return nil
+}
+
+// afterCommit records the failed attempts (in their own transaction, so
+// the counts survive the rollback of the handlers' work) and the dead
+// letters of messages without an id.
+func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
+	var rows []store.FailureRow
+	var failed []*item
+	for _, it := range b.items {
+		if it.res.Outcome == Retry && it.failed {
+			rows = append(rows, p.failureRow(it))
+			failed = append(failed, it)
+		}
+	}
+	if len(rows) > 0 {
+		frs, err := p.driver.RecordFailures(ctx, rows, p.cfg.MaxAttempts)
+		if err != nil {
+			// The message stays a Retry: not acked, redelivered, and its
+			// attempt counted next time. Nothing is lost.
+			p.cfg.Logger.ErrorContext(ctx, "txinbox: recording failed attempts", "err", err, "messages", len(rows))
+		}
+		for i, fr := range frs {
+			it := failed[i]
+			it.res.Attempts = fr.Attempts
+			if fr.DeadLettered {
+				it.res.Outcome, it.res.RetryAfter = DeadLettered, 0
+				p.cfg.Logger.WarnContext(ctx, "txinbox: message dead-lettered", "scope", it.row.Scope,
+					"message_id", it.row.MessageID, "attempts", fr.Attempts, "err", it.res.Err)
+			} else {
+				it.res.RetryAfter = p.cfg.Backoff(fr.Attempts)
+			}
+		}
+	}
+	if len(b.noID) == 0 {
+		return
+	}
+	dls := make([]store.DeadLetterRow, len(b.noID))
+	for i, nm := range b.noID {
+		dls[i] = p.deadLetterRow(nm.msg, nm.hash, 0, "no message id", ErrNoMessageID.Error())
+	}
+	if err := p.driver.DeadLetter(ctx, dls); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "txinbox: dead-lettering messages without id", "err", err)
+		for _, nm := range b.noID {
+			nm.res = Result{Outcome: Retry, Err: fmt.Errorf("dead-lettering a message without id: %w", err), RetryAfter: p.cfg.Backoff(1)}
+		}
+		return
+	}
+	for _, nm := range b.noID {
+		nm.res = Result{Outcome: DeadLettered, Err: ErrNoMessageID}
+	}
+	p.cfg.Logger.WarnContext(ctx, "txinbox: messages without id dead-lettered", "count", len(b.noID))
+}

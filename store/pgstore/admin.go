@@ -1,0 +1,127 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store"
+)
+
+// Migrate applies the embedded migrations that are not applied yet. It
+// holds a transaction-scoped advisory lock, so two processes migrating at
+// once take turns and the second finds nothing left to do.
+func (d *Driver) Migrate(ctx context.Context) error {
+	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), d.t)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		lockKey := "txinbox.migrate." + d.schema + "." + d.t.Prefix
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lockKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+d.schema+`"`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, d.t.Expand(`CREATE TABLE IF NOT EXISTS {migrations} (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)); err != nil {
+			return err
+		}
+		applied := map[int]bool{}
+		rows, _ := tx.Query(ctx, d.t.Expand(`SELECT version FROM {migrations}`))
+		var v int
+		if _, err := pgx.ForEachRow(rows, []any{&v}, func() error { applied[v] = true; return nil }); err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if applied[m.Version] {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("pgstore: migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, d.t.Expand(`INSERT INTO {migrations} (version, name) VALUES ($1, $2)`), m.Version, m.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Stats counts the rows of each inbox table.
+func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
+	var s store.Stats
+	var oldest *time.Time
+	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT
+		(SELECT count(*) FROM {inbox}), (SELECT count(*) FROM {attempts}),
+		(SELECT count(*) FROM {dead_letters}), (SELECT count(*) FROM {drift}),
+		(SELECT min(received_at) FROM {inbox})`)).Scan(&s.Inbox, &s.Attempts, &s.DeadLetters, &s.Drift, &oldest)
+	if oldest != nil {
+		s.OldestInbox = *oldest
+	}
+	return s, err
+}
+
+// ListDrift returns drift records, newest first.
+func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
+	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
+		FROM {drift} WHERE ($1 = '' OR scope = $1) ORDER BY id DESC LIMIT $2`), f.Scope, limit(f))
+	var out []store.DriftRecord
+	var r store.DriftRecord
+	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition,
+		&r.StoredHash, &r.ReceivedHash, &r.DetectedAt}, func() error {
+		out = append(out, r)
+		r = store.DriftRecord{}
+		return nil
+	})
+	return out, err
+}
+
+// ListDeadLetters returns dead letters, newest first.
+func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
+	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
+		payload, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at
+		FROM {dead_letters} WHERE ($1 = '' OR scope = $1) ORDER BY id DESC LIMIT $2`), f.Scope, limit(f))
+	var out []store.DeadLetterRecord
+	var r store.DeadLetterRecord
+	var headers string
+	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey,
+		&r.Payload, &r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &r.ReceivedAt, &r.DeadLetteredAt}, func() error {
+		r.HeadersJSON = []byte(headers)
+		out = append(out, r)
+		r = store.DeadLetterRecord{}
+		return nil
+	})
+	return out, err
+}
+
+// ForgetDeadLetter deletes a dead letter and its attempt count, so that the
+// next delivery of the message is processed again.
+func (d *Driver) ForgetDeadLetter(ctx context.Context, id int64) (bool, error) {
+	found := false
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var scope, msgID string
+		err := tx.QueryRow(ctx, d.t.Expand(`DELETE FROM {dead_letters} WHERE id = $1 RETURNING scope, message_id`), id).Scan(&scope, &msgID)
+		if err == pgx.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		_, err = tx.Exec(ctx, d.t.Expand(`DELETE FROM {attempts} WHERE scope = $1 AND message_id = $2`), scope, msgID)
+		return err
+	})
+	return found, err
+}
+
+func limit(f store.ListFilter) int {
+	if f.Limit <= 0 {
+		return 100
+	}
+	return f.Limit
+}

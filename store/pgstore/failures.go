@@ -1,0 +1,83 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// RecordFailures counts the failed attempts and dead-letters the rows that
+// reached maxAttempts, in one short transaction of its own.
+func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, maxAttempts int) ([]store.FailureResult, error) {
+	res := make([]store.FailureResult, len(rows))
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		n := len(rows)
+		scopes, ids, errs, at := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		index := make(map[store.Key]int, n)
+		for i, r := range rows {
+			scopes[i], ids[i], errs[i], at[i] = r.Scope, r.MessageID, r.Error, r.FailedAt
+			index[r.Key] = i
+		}
+		rs, err := tx.Query(ctx, d.q.failures, scopes, ids, errs, at)
+		if err != nil {
+			return err
+		}
+		var k store.Key
+		var attempts int
+		if _, err := pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID, &attempts}, func() error {
+			i, ok := index[k]
+			if !ok {
+				return fmt.Errorf("pgstore: attempts returned unknown key %q/%q", k.Scope, k.MessageID)
+			}
+			res[i].Attempts = attempts
+			return nil
+		}); err != nil {
+			return err
+		}
+		var dead []store.DeadLetterRow
+		for i, r := range rows {
+			if r.Permanent || res[i].Attempts >= maxAttempts {
+				res[i].DeadLettered = true
+				dl := r.DeadLetter
+				dl.Attempts = res[i].Attempts
+				dead = append(dead, dl)
+			}
+		}
+		return d.insertDeadLetters(ctx, tx, dead)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// DeadLetter stores messages that cannot be processed at all.
+func (d *Driver) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		return d.insertDeadLetters(ctx, tx, rows)
+	})
+}
+
+func (d *Driver) insertDeadLetters(ctx context.Context, tx pgx.Tx, rows []store.DeadLetterRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		b.Queue(d.q.deadLetter, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
+			nonNil(r.Payload), r.PayloadHash, string(r.HeadersJSON), r.Attempts, r.Reason, r.LastError,
+			r.ReceivedAt, r.DeadLetteredAt)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

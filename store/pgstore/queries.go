@@ -1,0 +1,48 @@
+package pgstore
+
+import "github.com/txinbox/txinbox/internal/schema"
+
+// queries are the driver's SQL, expanded once for its tables. Every value is
+// a bound parameter; only validated identifiers are spliced in.
+type queries struct {
+	claim, lookup, drift, failures, deadLetter string
+}
+
+func newQueries(t schema.Tables) queries {
+	return queries{
+		// One statement claims the whole batch. Rows are inserted in key
+		// order so that two batches sharing keys wait for each other
+		// instead of deadlocking. Keys already dead-lettered are skipped.
+		claim: t.Expand(`
+INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
+ORDER BY m.scope, m.message_id
+ON CONFLICT (scope, message_id) DO NOTHING
+RETURNING scope, message_id`),
+		// A new statement, so a new READ COMMITTED snapshot: it sees the
+		// rows of the transactions the claim waited for.
+		lookup: t.Expand(`
+SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
+LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
+LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`),
+		drift: t.Expand(`
+INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])`),
+		failures: t.Expand(`
+INSERT INTO {attempts} AS a (scope, message_id, attempts, last_error, first_failed_at, last_failed_at)
+SELECT m.scope, m.message_id, 1, m.err, m.at, m.at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS m(scope, message_id, err, at)
+ON CONFLICT (scope, message_id) DO UPDATE
+   SET attempts = a.attempts + 1, last_error = EXCLUDED.last_error, last_failed_at = EXCLUDED.last_failed_at
+RETURNING scope, message_id, attempts`),
+		deadLetter: t.Expand(`
+INSERT INTO {dead_letters} (scope, message_id, source, source_position, partition_key, payload, payload_hash,
+    headers, attempts, reason, last_error, received_at, dead_lettered_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13)
+ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`),
+	}
+}

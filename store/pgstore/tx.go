@@ -1,0 +1,112 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+type pgTx struct {
+	tx pgx.Tx
+	q  *queries
+}
+
+func (t *pgTx) Tx() pgx.Tx { return t.tx }
+
+func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
+	n := len(rows)
+	scopes, ids := make([]string, n), make([]string, n)
+	sources, positions, pkeys := make([]string, n), make([]string, n), make([]string, n)
+	hashes, received := make([][]byte, n), make([]time.Time, n)
+	index := make(map[store.Key]int, n)
+	for i, r := range rows {
+		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
+		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
+		index[r.Key] = i
+	}
+	res := make([]store.ClaimResult, n)
+	inserted, err := t.claimed(ctx, index, res, scopes, ids, sources, positions, pkeys, hashes, received)
+	if err != nil || inserted == n {
+		return res, err
+	}
+	return res, t.lookup(ctx, res, scopes, ids)
+}
+
+// claimed runs the claim statement and marks the inserted rows ClaimNew.
+func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store.ClaimResult, args ...any) (int, error) {
+	rs, err := t.tx.Query(ctx, t.q.claim, args...)
+	if err != nil {
+		return 0, err
+	}
+	var k store.Key
+	inserted := 0
+	_, err = pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
+		i, ok := index[k]
+		if !ok {
+			return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
+		}
+		res[i].Status = store.ClaimNew
+		inserted++
+		return nil
+	})
+	return inserted, err
+}
+
+// lookup fills in the rows the claim did not insert.
+func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids []string) error {
+	rs, err := t.tx.Query(ctx, t.q.lookup, scopes, ids)
+	if err != nil {
+		return err
+	}
+	var ord int
+	var hash []byte
+	var dead bool
+	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
+		r := &res[ord-1]
+		switch {
+		case r.Status == store.ClaimNew:
+		case hash != nil:
+			r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
+		case dead:
+			r.Status = store.ClaimDeadLettered
+		default:
+			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, scopes[ord-1], ids[ord-1])
+		}
+		return nil
+	})
+	return err
+}
+
+func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
+	n := len(rows)
+	scopes, ids, sources, positions := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	stored, received, at := make([][]byte, n), make([][]byte, n), make([]time.Time, n)
+	for i, r := range rows {
+		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
+		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
+	}
+	_, err := t.tx.Exec(ctx, t.q.drift, scopes, ids, sources, positions, stored, received, at)
+	return err
+}
+
+func (t *pgTx) Savepoint(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, "SAVEPOINT txinbox_message")
+	return err
+}
+
+func (t *pgTx) RollbackToSavepoint(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT txinbox_message")
+	return err
+}
+
+func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, "RELEASE SAVEPOINT txinbox_message")
+	return err
+}
+
+func (t *pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
+func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }

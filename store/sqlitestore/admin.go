@@ -1,0 +1,204 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store"
+)
+
+// withTx runs fn in a transaction of its own.
+func (d *Driver) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback() //nolint:errcheck // the first error is the one to report
+		return err
+	}
+	return tx.Commit()
+}
+
+// RecordFailures counts the failed attempts and dead-letters the rows that
+// reached maxAttempts, in one short transaction of its own.
+func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, maxAttempts int) ([]store.FailureResult, error) {
+	res := make([]store.FailureResult, len(rows))
+	stmt := d.t.Expand(`INSERT INTO {attempts} AS a (scope, message_id, attempts, last_error, first_failed_at, last_failed_at)
+VALUES (?, ?, 1, ?, ?, ?)
+ON CONFLICT (scope, message_id) DO UPDATE
+   SET attempts = a.attempts + 1, last_error = excluded.last_error, last_failed_at = excluded.last_failed_at
+RETURNING attempts`)
+	err := d.withTx(ctx, func(tx *sql.Tx) error {
+		var dead []store.DeadLetterRow
+		for i, r := range rows {
+			at := formatTime(r.FailedAt)
+			if err := tx.QueryRowContext(ctx, stmt, r.Scope, r.MessageID, r.Error, at, at).Scan(&res[i].Attempts); err != nil {
+				return err
+			}
+			if r.Permanent || res[i].Attempts >= maxAttempts {
+				res[i].DeadLettered = true
+				dl := r.DeadLetter
+				dl.Attempts = res[i].Attempts
+				dead = append(dead, dl)
+			}
+		}
+		return insertDeadLetters(ctx, tx, d.t, dead)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// DeadLetter stores messages that cannot be processed at all.
+func (d *Driver) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
+	return d.withTx(ctx, func(tx *sql.Tx) error { return insertDeadLetters(ctx, tx, d.t, rows) })
+}
+
+func insertDeadLetters(ctx context.Context, tx *sql.Tx, t schema.Tables, rows []store.DeadLetterRow) error {
+	stmt := t.Expand(`INSERT INTO {dead_letters} (scope, message_id, source, source_position, partition_key, payload,
+    payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`)
+	for _, r := range rows {
+		payload := r.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		if _, err := tx.ExecContext(ctx, stmt, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
+			payload, r.PayloadHash, string(r.HeadersJSON), r.Attempts, r.Reason, r.LastError,
+			formatTime(r.ReceivedAt), formatTime(r.DeadLetteredAt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Migrate applies the embedded migrations not applied yet. Its transaction
+// begins IMMEDIATE, so two processes migrating at once take turns.
+func (d *Driver) Migrate(ctx context.Context) error {
+	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), d.t)
+	if err != nil {
+		return err
+	}
+	return d.withTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, d.t.Expand(`CREATE TABLE IF NOT EXISTS {migrations} (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`)); err != nil {
+			return err
+		}
+		for _, m := range ms {
+			var n int
+			if err := tx.QueryRowContext(ctx, d.t.Expand(`SELECT count(*) FROM {migrations} WHERE version = ?`), m.Version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("sqlitestore: migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, d.t.Expand(`INSERT INTO {migrations} (version, name, applied_at) VALUES (?, ?, ?)`),
+				m.Version, m.Name, formatTime(time.Now())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Stats counts the rows of each inbox table.
+func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
+	var s store.Stats
+	var oldest sql.NullString
+	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT
+		(SELECT count(*) FROM {inbox}), (SELECT count(*) FROM {attempts}),
+		(SELECT count(*) FROM {dead_letters}), (SELECT count(*) FROM {drift}),
+		(SELECT min(received_at) FROM {inbox})`)).Scan(&s.Inbox, &s.Attempts, &s.DeadLetters, &s.Drift, &oldest)
+	if err == nil && oldest.Valid {
+		s.OldestInbox, err = parseTime(oldest.String)
+	}
+	return s, err
+}
+
+// ListDrift returns drift records, newest first.
+func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
+	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
+		FROM {drift} WHERE (? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`), f.Scope, f.Scope, limit(f))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.DriftRecord
+	for rows.Next() {
+		var r store.DriftRecord
+		var at string
+		if err := rows.Scan(&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.StoredHash, &r.ReceivedHash, &at); err != nil {
+			return nil, err
+		}
+		if r.DetectedAt, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ListDeadLetters returns dead letters, newest first.
+func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
+	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
+		payload, payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at
+		FROM {dead_letters} WHERE (? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`), f.Scope, f.Scope, limit(f))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.DeadLetterRecord
+	for rows.Next() {
+		var r store.DeadLetterRecord
+		var headers, recv, dlAt string
+		if err := rows.Scan(&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey, &r.Payload,
+			&r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &recv, &dlAt); err != nil {
+			return nil, err
+		}
+		r.HeadersJSON = []byte(headers)
+		if r.ReceivedAt, err = parseTime(recv); err != nil {
+			return nil, err
+		}
+		if r.DeadLetteredAt, err = parseTime(dlAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ForgetDeadLetter deletes a dead letter and its attempt count, so that the
+// next delivery of the message is processed again.
+func (d *Driver) ForgetDeadLetter(ctx context.Context, id int64) (bool, error) {
+	found := false
+	err := d.withTx(ctx, func(tx *sql.Tx) error {
+		var scope, msgID string
+		err := tx.QueryRowContext(ctx, d.t.Expand(`DELETE FROM {dead_letters} WHERE id = ? RETURNING scope, message_id`), id).Scan(&scope, &msgID)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		_, err = tx.ExecContext(ctx, d.t.Expand(`DELETE FROM {attempts} WHERE scope = ? AND message_id = ?`), scope, msgID)
+		return err
+	})
+	return found, err
+}
+
+func limit(f store.ListFilter) int {
+	if f.Limit <= 0 {
+		return 100
+	}
+	return f.Limit
+}

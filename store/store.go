@@ -1,0 +1,142 @@
+// Package store is the storage seam of txinbox: the small interface that the
+// processor calls and that each database driver (pgstore, sqlitestore)
+// implements, generic over the driver's own transaction type.
+//
+// The package depends on nothing else of txinbox, so drivers never import the
+// core and the core never imports a driver. Rows here are plain data; the
+// processor turns its Messages into them.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Key identifies one message in an inbox: the unique key of the inbox table.
+type Key struct {
+	Scope     string
+	MessageID string
+}
+
+// ClaimRow is one message the processor asks a transaction to claim.
+type ClaimRow struct {
+	Key
+	Source         string
+	SourcePosition string
+	PartitionKey   string
+	PayloadHash    []byte // SHA-256 of the payload, 32 bytes
+	ReceivedAt     time.Time
+}
+
+// ClaimStatus says what a claim found for one row.
+type ClaimStatus int
+
+const (
+	// ClaimNew means the row was inserted by this transaction: the message is
+	// new and its side effect may run.
+	ClaimNew ClaimStatus = iota + 1
+	// ClaimExisting means a committed row with the same key exists;
+	// ClaimResult.StoredHash holds its payload hash.
+	ClaimExisting
+	// ClaimDeadLettered means the key is in the dead-letter table and was
+	// not inserted.
+	ClaimDeadLettered
+)
+
+// ClaimResult is the answer to one ClaimRow.
+type ClaimResult struct {
+	Status     ClaimStatus
+	StoredHash []byte // for ClaimExisting
+}
+
+// DriftRow records a message whose id was already processed with another
+// payload hash.
+type DriftRow struct {
+	Key
+	Source         string
+	SourcePosition string
+	StoredHash     []byte
+	ReceivedHash   []byte
+	DetectedAt     time.Time
+}
+
+// FailureRow records one failed attempt at a message, outside the failed
+// transaction, so that the count survives its rollback.
+type FailureRow struct {
+	Key
+	Error    string
+	FailedAt time.Time
+	// DeadLetter carries what to store if this failure exhausts the
+	// attempts (or Permanent is set).
+	DeadLetter DeadLetterRow
+	// Permanent dead-letters the message whatever its attempt count.
+	Permanent bool
+}
+
+// DeadLetterRow is a message that will not be processed: it failed too many
+// times or cannot be processed at all. Nothing is dropped silently.
+type DeadLetterRow struct {
+	Key                   // MessageID may be empty when the message had none
+	Source         string
+	SourcePosition string
+	PartitionKey   string
+	Payload        []byte
+	PayloadHash    []byte
+	HeadersJSON    []byte // a JSON array of {"key":..., "value":...}
+	Attempts       int
+	Reason         string
+	LastError      string
+	ReceivedAt     time.Time
+	DeadLetteredAt time.Time
+}
+
+// Driver is a database behind an inbox. TTx is the transaction type handed to
+// user handlers (pgx.Tx, *sql.Tx).
+type Driver[TTx any] interface {
+	// Begin starts the transaction in which a batch is claimed and its side
+	// effects run.
+	Begin(ctx context.Context) (Tx[TTx], error)
+	// RecordFailures counts one failed attempt for each row in its own short
+	// transaction and dead-letters the rows whose count reaches maxAttempts
+	// (or that are Permanent). It returns each row's attempt count and
+	// whether it was dead-lettered, aligned with rows.
+	RecordFailures(ctx context.Context, rows []FailureRow, maxAttempts int) ([]FailureResult, error)
+	// DeadLetter stores messages that cannot be processed at all.
+	DeadLetter(ctx context.Context, rows []DeadLetterRow) error
+	// IsTransient reports whether err is a database condition after which
+	// the whole transaction may simply be tried again (deadlock,
+	// serialization failure, a busy database file).
+	IsTransient(err error) bool
+}
+
+// FailureResult is the answer to one FailureRow.
+type FailureResult struct {
+	Attempts     int
+	DeadLettered bool
+}
+
+// Tx is one open batch transaction.
+type Tx[TTx any] interface {
+	// Tx returns the transaction handed to user handlers.
+	Tx() TTx
+	// Claim inserts the rows that are neither in the inbox nor dead-lettered
+	// with INSERT ... ON CONFLICT DO NOTHING and reports, aligned with rows,
+	// what it found. Keys in rows are distinct. A key inserted but not yet
+	// committed by another transaction makes Claim wait for it.
+	Claim(ctx context.Context, rows []ClaimRow) ([]ClaimResult, error)
+	// RecordDrift stores drift records in this transaction.
+	RecordDrift(ctx context.Context, rows []DriftRow) error
+	// Savepoint, RollbackToSavepoint and ReleaseSavepoint manage the one
+	// savepoint the processor uses to isolate a message after a failure.
+	Savepoint(ctx context.Context) error
+	RollbackToSavepoint(ctx context.Context) error
+	ReleaseSavepoint(ctx context.Context) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// ErrClaimRace is returned by Claim when a key was neither inserted nor found
+// (a concurrent purge or an operator deleted it between the two statements).
+// The transaction can simply be tried again.
+var ErrClaimRace = errors.New("store: key neither claimed nor found; retry the transaction")

@@ -1,0 +1,205 @@
+package txinbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// errOrderedSkip is the Result.Err of a message not run because an earlier
+// message with the same partition key failed (Config.Ordered).
+var errOrderedSkip = errors.New("txinbox: not run: an earlier message with the same partition key failed")
+
+// runBatch runs one transaction for the batch. The optimistic pass claims
+// every key with one statement and runs the handlers without savepoints;
+// only when a handler fails is the work rolled back and redone with a
+// savepoint per message, so that savepoints cost nothing on the happy path.
+func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo) error {
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+
+	rows := make([]store.ClaimRow, len(b.items))
+	for i, it := range b.items {
+		rows[i] = it.row
+	}
+	claims, err := tx.Claim(ctx, rows)
+	if err != nil {
+		return err
+	}
+	var fresh []*item
+	var drift []store.DriftRow
+	for i, it := range b.items {
+		if d, ok := p.classify(it, claims[i]); ok {
+			drift = append(drift, d)
+		}
+		if claims[i].Status == store.ClaimNew {
+			fresh = append(fresh, it)
+		}
+	}
+	info.New = len(fresh)
+	if err := p.recordDrift(ctx, tx, drift); err != nil {
+		return err
+	}
+	culprit, herr := p.runOptimistic(ctx, tx, fresh)
+	if herr == nil {
+		for _, it := range fresh {
+			it.res = Result{Outcome: Processed}
+		}
+		return p.commit(ctx, tx, b)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil || p.driver.IsTransient(herr) {
+		return errors.Join(ctx.Err(), herr)
+	}
+	info.Redone = true
+	b.resetClassification()
+	if culprit != nil {
+		p.markFailed(culprit, herr)
+		culprit.excluded = true
+	}
+	return p.runWithSavepoints(ctx, b)
+}
+
+// runOptimistic runs the handlers of the new messages with no savepoint. On
+// failure it returns the message at fault when it is known (per-message
+// handler) or nil (batch handler).
+func (p *Processor[TTx]) runOptimistic(ctx context.Context, tx store.Tx[TTx], fresh []*item) (*item, error) {
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	if p.cfg.BatchHandler != nil {
+		msgs := make([]*Message, len(fresh))
+		for i, it := range fresh {
+			msgs[i] = it.msg
+		}
+		return nil, p.callHandler(ctx, tx.Tx(), msgs)
+	}
+	for _, it := range fresh {
+		if err := p.callHandler(ctx, tx.Tx(), []*Message{it.msg}); err != nil {
+			return it, err
+		}
+	}
+	return nil, nil
+}
+
+// runWithSavepoints redoes the batch after a handler failed: each message is
+// claimed and run under its own savepoint, so a failing handler rolls back
+// only its own claim and effects.
+func (p *Processor[TTx]) runWithSavepoints(ctx context.Context, b *batch) error {
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+
+	blocked := map[string]error{}
+	for _, it := range b.items {
+		if it.excluded {
+			if p.cfg.Ordered {
+				blocked[it.row.PartitionKey] = it.res.Err
+			}
+			continue
+		}
+		if p.cfg.Ordered {
+			if _, ok := blocked[it.row.PartitionKey]; ok {
+				it.res = Result{Outcome: Retry, Err: errOrderedSkip, RetryAfter: p.cfg.Backoff(1)}
+				continue
+			}
+		}
+		failed, err := p.runOne(ctx, tx, it)
+		if err != nil {
+			return err
+		}
+		if failed && p.cfg.Ordered {
+			blocked[it.row.PartitionKey] = it.res.Err
+		}
+	}
+	return p.commit(ctx, tx, b)
+}
+
+// runOne claims and runs one message under a savepoint. It reports whether
+// the handler failed; err is a database error that ends the transaction.
+func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], it *item) (failed bool, err error) {
+	if err := tx.Savepoint(ctx); err != nil {
+		return false, err
+	}
+	claims, err := tx.Claim(ctx, []store.ClaimRow{it.row})
+	if err != nil {
+		return false, err
+	}
+	if d, ok := p.classify(it, claims[0]); ok {
+		if err := p.recordDrift(ctx, tx, []store.DriftRow{d}); err != nil {
+			return false, err
+		}
+	}
+	if claims[0].Status == store.ClaimNew {
+		if herr := p.callHandler(ctx, tx.Tx(), []*Message{it.msg}); herr != nil {
+			if err := tx.RollbackToSavepoint(ctx); err != nil {
+				return false, errors.Join(err, herr)
+			}
+			if ctx.Err() != nil {
+				return false, errors.Join(ctx.Err(), herr)
+			}
+			p.markFailed(it, herr)
+			return true, nil
+		}
+		it.res = Result{Outcome: Processed}
+	}
+	return false, tx.ReleaseSavepoint(ctx)
+}
+
+// classify sets the outcome of a key that the claim did not insert and
+// returns a drift row when the stored payload hash differs.
+func (p *Processor[TTx]) classify(it *item, c store.ClaimResult) (store.DriftRow, bool) {
+	switch c.Status {
+	case store.ClaimDeadLettered:
+		it.res = Result{Outcome: DeadLettered, Err: errors.New("txinbox: message was dead-lettered earlier")}
+	case store.ClaimExisting:
+		it.stored = c.StoredHash
+		if bytes.Equal(c.StoredHash, it.row.PayloadHash) {
+			it.res = Result{Outcome: Duplicate}
+			return store.DriftRow{}, false
+		}
+		it.res = Result{Outcome: Drift}
+		return store.DriftRow{
+			Key: it.row.Key, Source: it.row.Source, SourcePosition: it.row.SourcePosition,
+			StoredHash: c.StoredHash, ReceivedHash: it.row.PayloadHash, DetectedAt: p.cfg.Now(),
+		}, true
+	}
+	return store.DriftRow{}, false
+}
+
+func (p *Processor[TTx]) markFailed(it *item, err error) {
+	it.res = Result{Outcome: Retry, Err: err}
+	it.failed = true
+}
+
+func (p *Processor[TTx]) recordDrift(ctx context.Context, tx store.Tx[TTx], rows []store.DriftRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return tx.RecordDrift(ctx, rows)
+}
+
+func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch) error {
+	drift := b.repeatDrift(func() store.DriftRow { return store.DriftRow{DetectedAt: p.cfg.Now()} })
+	if err := p.recordDrift(ctx, tx, drift); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// resetClassification forgets what the rolled-back optimistic pass found;
+// the savepoint pass claims again and may find otherwise.
+func (b *batch) resetClassification() {
+	for _, it := range b.items {
+		it.res, it.stored = Result{}, nil
+	}
+}
