@@ -72,7 +72,9 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		if commands[n].summary != "" {
+			fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		}
 	}
 	fmt.Fprintln(w, "\nRun 'txinbox COMMAND -h' for a command's flags.")
 }

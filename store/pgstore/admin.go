@@ -20,12 +20,16 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		lockKey := "txinbox.migrate." + d.schema + "." + d.t.Prefix
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lockKey); err != nil {
+		// The lock names the schema the tables will land in, so migrations
+		// of other schemas or prefixes do not wait for each other.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(
+			'txinbox.migrate.' || coalesce(nullif($1, ''), current_schema(), '') || '.' || $2, 0))`, d.schema, d.t.Prefix); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+d.schema+`"`); err != nil {
-			return err
+		if d.schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+d.schema+`"`); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, d.t.Expand(`CREATE TABLE IF NOT EXISTS {migrations} (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)); err != nil {

@@ -25,8 +25,9 @@ var migrationFS embed.FS
 
 // Options configures a Driver.
 type Options struct {
-	// Schema holds the inbox tables; it is created by Migrate if missing.
-	// Defaults to "public".
+	// Schema holds the inbox tables; Migrate creates it if missing.
+	// Defaults to none: table names are unqualified and resolve through
+	// the connection's search_path (usually "public").
 	Schema string
 	// TablePrefix is prepended to every table name. Defaults to "txinbox_".
 	TablePrefix string
@@ -51,13 +52,10 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	if pool == nil {
 		return nil, errors.New("pgstore: New: pool is nil")
 	}
-	if opts.Schema == "" {
-		opts.Schema = "public"
-	}
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = "txinbox_"
 	}
-	if err := schema.ValidateIdent("pgstore: Options.Schema", opts.Schema, false); err != nil {
+	if err := schema.ValidateIdent("pgstore: Options.Schema", opts.Schema, true); err != nil {
 		return nil, err
 	}
 	if err := schema.ValidateIdent("pgstore: Options.TablePrefix", opts.TablePrefix, false); err != nil {

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgstore"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// dbFlags are the database flags shared by the commands.
+type dbFlags struct {
+	url    string
+	schema string
+	prefix string
+}
+
+func (f *dbFlags) register(fs *flag.FlagSet, env *Env) {
+	fs.StringVar(&f.url, "db", env.Getenv("TXINBOX_DB"), "database: postgres://... URL or a SQLite file path (env TXINBOX_DB)")
+	fs.StringVar(&f.schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
+	fs.StringVar(&f.prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
+}
+
+// inboxDB is an open inbox database of either kind.
+type inboxDB struct {
+	kind  string // "postgres" or "sqlite"
+	where string // the URL without password, or the file path
+	admin store.Admin
+	pg    *pgstore.Driver
+	lite  *sqlitestore.Driver
+	close func()
+}
+
+func isPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// openDB opens the inbox database that f names: a PostgreSQL URL, or else a
+// SQLite file path (a "sqlite://" or "file:" prefix is accepted).
+func openDB(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
+	if f.url == "" {
+		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
+	}
+	if isPostgresURL(f.url) {
+		cfg, err := pgxpool.ParseConfig(f.url)
+		if err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
+		if maxConns > 0 && !strings.Contains(f.url, "pool_max_conns") {
+			cfg.MaxConns = maxConns
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		pool, err := pgxpool.NewWithConfig(pctx, cfg)
+		if err == nil {
+			err = pool.Ping(pctx)
+		}
+		where := redact(cfg)
+		if err != nil {
+			if pool != nil {
+				pool.Close()
+			}
+			return nil, fmt.Errorf("connecting to %s: %w", where, err)
+		}
+		d, err := pgstore.New(pool, pgstore.Options{Schema: f.schema, TablePrefix: f.prefix})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		return &inboxDB{kind: "postgres", where: where, admin: d, pg: d, close: pool.Close}, nil
+	}
+	if f.schema != "" {
+		return nil, errors.New("--schema applies to PostgreSQL only; SQLite has no schemas (use --table-prefix)")
+	}
+	path := strings.TrimPrefix(strings.TrimPrefix(f.url, "sqlite://"), "file:")
+	d, err := sqlitestore.Open(path, sqlitestore.Options{TablePrefix: f.prefix})
+	if err != nil {
+		return nil, err
+	}
+	return &inboxDB{kind: "sqlite", where: path, admin: d, lite: d, close: func() { d.Close() }}, nil
+}
+
+func redact(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// exec runs one statement outside any inbox transaction. Statements use
+// $1, $2, ... placeholders, which both databases accept.
+func (db *inboxDB) exec(ctx context.Context, sqlText string, args ...any) error {
+	if db.pg != nil {
+		_, err := db.pg.Pool().Exec(ctx, sqlText, args...)
+		return err
+	}
+	_, err := db.lite.DB().ExecContext(ctx, sqlText, args...)
+	return err
+}
+
+// query runs a query and calls fn for each row with the scan targets.
+func (db *inboxDB) query(ctx context.Context, sqlText string, args []any, dest []any, fn func() error) error {
+	if db.pg != nil {
+		rows, _ := db.pg.Pool().Query(ctx, sqlText, args...)
+		_, err := pgx.ForEachRow(rows, dest, fn)
+		return err
+	}
+	rows, err := db.lite.DB().QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// txExec adapts each store's transaction to one "execute a statement"
+// function, for handlers written once for both databases.
+func pgTxExec(ctx context.Context, tx pgx.Tx, sqlText string, args ...any) error {
+	_, err := tx.Exec(ctx, sqlText, args...)
+	return err
+}
+
+func sqlTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) error {
+	_, err := tx.ExecContext(ctx, sqlText, args...)
+	return err
+}
