@@ -77,7 +77,7 @@ type FailureRow struct {
 // DeadLetterRow is a message that will not be processed: it failed too many
 // times or cannot be processed at all. Nothing is dropped silently.
 type DeadLetterRow struct {
-	Key                   // MessageID may be empty when the message had none
+	Key            // MessageID may be empty when the message had none
 	Source         string
 	SourcePosition string
 	PartitionKey   string

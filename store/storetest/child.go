@@ -128,4 +128,3 @@ func testTwoProcesses[TTx any](f *fixture[TTx]) {
 	}
 	f.wantEffects(want)
 }
-
