@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,16 +19,19 @@ func init() {
 
 type demoOptions struct {
 	dbf        dbFlags
+	source     string
 	messages   int
 	duplicates float64
 	crashes    int
 	seed       uint64
 	json       bool
 	keep       bool
+	sabotage   string
 }
 
 // demoSummary is the demo's result; --json prints it as one object.
 type demoSummary struct {
+	Source            string         `json:"source"`
 	DB                string         `json:"db"`
 	Where             string         `json:"where"`
 	Run               string         `json:"run"`
@@ -64,12 +69,15 @@ Flags:`)
 	}
 	var o demoOptions
 	o.dbf.register(fs, env)
+	fs.StringVar(&o.source, "source", "memory", "the broker: "+demoSourceNames())
 	fs.IntVar(&o.messages, "messages", 1000, "unique InvoiceIssued events to publish")
 	fs.Float64Var(&o.duplicates, "duplicates", 0.2, "share of events the producer publishes a second time (0 to 1)")
 	fs.IntVar(&o.crashes, "crashes", 6, "consumer SIGKILLs during the run")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: from the clock)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
+	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
+		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -91,7 +99,7 @@ Flags:`)
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
 	}
-	sum, err := runDemoScenario(ctx, env, o)
+	sum, err := demoSources[o.source](ctx, env, o)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
 		return ExitFailure
@@ -107,14 +115,34 @@ Flags:`)
 	return ExitOK
 }
 
+// demoSources are the brokers the demo runs through. Each publishes the
+// plan, runs consumer child processes ("demo-consumer --source NAME"),
+// SIGKILLs them and verifies the effects.
+var demoSources = map[string]func(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error){
+	"memory": runDemoScenario,
+}
+
+func demoSourceNames() string {
+	names := make([]string, 0, len(demoSources))
+	for n := range demoSources {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
 func (o *demoOptions) validate(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case demoSources[o.source] == nil:
+		return fmt.Errorf("--source %q: use one of %s", o.source, demoSourceNames())
 	case o.messages < 1:
 		return fmt.Errorf("--messages must be at least 1, got %d", o.messages)
 	case o.duplicates < 0 || o.duplicates > 1:
 		return fmt.Errorf("--duplicates must be between 0 and 1, got %g", o.duplicates)
+	case o.sabotage != "" && o.sabotage != sabotageDeliveryKey && o.sabotage != sabotageAckFirst:
+		return fmt.Errorf("--sabotage %q: use %s or %s", o.sabotage, sabotageDeliveryKey, sabotageAckFirst)
 	case o.crashes < 0:
 		return fmt.Errorf("--crashes must not be negative, got %d", o.crashes)
 	}
@@ -125,7 +153,7 @@ func printDemoSummary(env *Env, s *demoSummary) {
 	w := env.Stdout
 	fmt.Fprintf(w, "txinbox demo on %s (%s), run %s\n", s.DB, s.Where, s.Run)
 	fmt.Fprintf(w, "  published           %6d  (%d unique invoices, %d re-sent by the producer)\n", s.Published, s.Unique, s.Resent)
-	fmt.Fprintf(w, "  consumer crashes    %6d  SIGKILL %v\n", s.Crashes, s.CrashPoints)
+	fmt.Fprintf(w, "  consumer crashes    %6d  SIGKILL %s\n", s.Crashes, formatCrashPoints(s.CrashPoints))
 	fmt.Fprintf(w, "  redelivered         %6d  unacked deliveries sent again after a crash\n", s.Redelivered)
 	fmt.Fprintf(w, "  processed           %6d\n", s.Processed)
 	fmt.Fprintf(w, "  duplicates skipped  %6d\n", s.DuplicatesSkipped)
@@ -158,4 +186,17 @@ func demoPlan(o demoOptions, run string, rng *rand.Rand) (ids []string, payloads
 		stream = append(stream[:pos], append([]int{orig}, stream[pos:]...)...)
 	}
 	return ids, payloads, stream
+}
+
+func formatCrashPoints(points map[string]int) string {
+	names := make([]string, 0, len(points))
+	for n := range points {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d %s", points[n], n)
+	}
+	return strings.Join(parts, ", ")
 }

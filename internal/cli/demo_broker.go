@@ -27,11 +27,15 @@ type demoBroker struct {
 	pending  []int // message indexes still to deliver, front first
 	inflight map[int64]int
 	nextSeq  int64
+	window   int // deliveries in flight at most
 	sum      *demoSummary
 	crashes  int
 }
 
-const demoWindow = 256
+// demoMaxWindow caps the deliveries in flight. Small runs with many crashes
+// get a smaller window, so that no consumer can finish the run in one batch
+// and every planned crash happens.
+const demoMaxWindow = 256
 
 func runDemoScenario(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {
 	start := time.Now()
@@ -50,8 +54,9 @@ func runDemoScenario(ctx context.Context, env *Env, o demoOptions) (*demoSummary
 	run := strconv.FormatUint(o.seed%1_000_000_007, 36)
 	ids, payloads, stream := demoPlan(o, run, rng)
 	b := &demoBroker{o: o, env: env, rng: rng, ids: ids, payloads: payloads, pending: stream,
-		inflight: map[int64]int{}, sum: &demoSummary{DB: db.kind, Where: db.where, Run: run,
+		inflight: map[int64]int{}, sum: &demoSummary{Source: o.source, DB: db.kind, Where: db.where, Run: run,
 			Published: len(stream), Unique: len(ids), Resent: len(stream) - len(ids), CrashPoints: map[string]int{}}}
+	b.window = min(demoMaxWindow, max(1, len(stream)/(2*o.crashes+1)))
 	for len(b.pending) > 0 || len(b.inflight) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -95,6 +100,11 @@ func (b *demoBroker) nextCrash() (point string, after int) {
 	}
 	points := []string{crashAfterEffect, crashAfterCommit, crashRandom}
 	point = points[b.crashes%3]
+	if len(b.pending)+len(b.inflight) < 3*(b.o.crashes-b.crashes) {
+		// Little work is left: only a random-moment crash is sure to
+		// happen (the others need a new message or a commit to come).
+		point = crashRandom
+	}
 	// Spread the crashes over the run: each consumer dies before it could
 	// finish the work left, so every planned crash happens.
 	left := len(b.pending) + len(b.inflight)
@@ -116,6 +126,9 @@ func (b *demoBroker) runConsumer(ctx context.Context) error {
 	args := []string{"demo-consumer", "--db", b.o.dbf.url, "--table-prefix", b.o.dbf.prefix}
 	if b.o.dbf.schema != "" {
 		args = append(args, "--schema", b.o.dbf.schema)
+	}
+	if b.o.sabotage != "" {
+		args = append(args, "--sabotage", b.o.sabotage)
 	}
 	if point == crashAfterEffect || point == crashAfterCommit {
 		args = append(args, "--crash-point", point, "--crash-after", strconv.Itoa(after))
@@ -144,7 +157,7 @@ func (b *demoBroker) runConsumer(ctx context.Context) error {
 			b.sum.CrashPoints[at]++
 		}
 	}
-	replies := make(chan demoReply, demoWindow)
+	replies := make(chan demoReply, demoMaxWindow)
 	go readReplies(stdout, replies)
 	killAt := -1 // acks after which a random-moment crash is armed
 	if point == crashRandom {
@@ -177,13 +190,16 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 	progress := time.NewTicker(200 * time.Millisecond)
 	defer progress.Stop()
 	for {
-		for len(b.pending) > 0 && len(b.inflight) < demoWindow {
+		for len(b.pending) > 0 && len(b.inflight) < b.window {
 			if err := b.deliver(w); err != nil {
 				break // the consumer died: its pipe is closed
 			}
 		}
 		w.Flush() //nolint:errcheck // a dead consumer is noticed on the reply side
 		if len(b.pending) == 0 && len(b.inflight) == 0 {
+			if killAt >= 0 {
+				kill(crashRandom) // a crash still due: after the last ack
+			}
 			return nil
 		}
 		select {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,13 @@ type demoReply struct {
 	Error   string `json:"error,omitempty"`
 }
 
+// Sabotage modes break the consumer on purpose, to prove that the demo's
+// checker catches what the inbox prevents.
+const (
+	sabotageDeliveryKey = "delivery-key" // key on the delivery, not the message: redeliveries run twice
+	sabotageAckFirst    = "ack-first"    // ack before the commit: a crash loses the message
+)
+
 // Crash points at which the consumer stops and asks to be killed.
 const (
 	crashAfterEffect = "after-effect-before-commit"
@@ -62,6 +70,7 @@ func runDemoConsumer(ctx context.Context, env *Env, args []string) int {
 	dbf.register(fs, env)
 	point := fs.String("crash-point", "", "stop at this crash point and wait to be killed")
 	after := fs.Int("crash-after", 0, "reach the crash point after this many messages")
+	sabotage := fs.String("sabotage", "", "break the consumer on purpose (see demo --sabotage)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -71,7 +80,7 @@ func runDemoConsumer(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	}
 	defer db.close()
-	c := &demoConsumer{out: json.NewEncoder(env.Stdout), point: *point, after: *after}
+	c := &demoConsumer{out: json.NewEncoder(env.Stdout), point: *point, after: *after, sabotage: *sabotage}
 	in := readDeliveries(env.Stdin)
 	if db.pg != nil {
 		err = consume(ctx, c, db.pg, pgTxExec, in)
@@ -90,7 +99,8 @@ type demoConsumer struct {
 	out     *json.Encoder
 	point   string
 	after   int
-	handled int // handler calls, for the after-effect crash point
+	sabotage string
+	handled  int // handler calls, for the after-effect crash point
 	acked   int // committed messages, for the after-commit crash point
 }
 
@@ -135,12 +145,14 @@ func consume[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx],
 			if err := json.Unmarshal(m.Payload, &inv); err != nil {
 				return txinbox.Permanent(fmt.Errorf("payload is not an InvoiceIssued event: %w", err))
 			}
+			// The event's own id, also under the delivery-key sabotage.
+			id, _, _ := strings.Cut(m.ID, "#")
 			if err := exec(ctx, tx, `INSERT INTO partner_invoices (message_id, invoice_no, partner, amount_cents, run_id)
-				VALUES ($1, $2, $3, $4, $5)`, m.ID, inv.InvoiceNo, inv.Partner, inv.AmountCents, inv.Run); err != nil {
+				VALUES ($1, $2, $3, $4, $5)`, id, inv.InvoiceNo, inv.Partner, inv.AmountCents, inv.Run); err != nil {
 				return err
 			}
 			if err := exec(ctx, tx, `INSERT INTO outbox (message_id, topic, payload) VALUES ($1, $2, $3)`,
-				m.ID, "invoic."+inv.Partner, string(m.Payload)); err != nil {
+				id, "invoic."+inv.Partner, string(m.Payload)); err != nil {
 				return err
 			}
 			c.handled++
@@ -158,6 +170,12 @@ func consume[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx],
 		msgs := make([]*txinbox.Message, len(batch))
 		for i, dl := range batch {
 			msgs[i] = &txinbox.Message{ID: dl.ID, Source: "invoices", SourcePosition: fmt.Sprint(dl.Seq), Payload: []byte(dl.Payload)}
+			switch c.sabotage {
+			case sabotageDeliveryKey:
+				msgs[i].ID = fmt.Sprint(dl.ID, "#", dl.Seq)
+			case sabotageAckFirst:
+				c.reply(demoReply{Ack: dl.Seq, Outcome: "processed"})
+			}
 		}
 		res, err := p.Process(ctx, msgs)
 		if c.point == crashAfterCommit && err == nil {

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+func init() {
+	register("status", "count the inbox, attempts, dead-letter and drift rows", runStatus)
+	register("drift", "list drift records: ids seen again with another payload", runDrift)
+	register("deadletters", "list dead letters, or --forget ID so a redelivery is processed again", runDeadLetters)
+}
+
+type adminFlags struct {
+	db    dbFlags
+	scope string
+	limit int
+	json  bool
+}
+
+// parseAdmin parses the shared admin flags and opens the database.
+func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra func(*flag.FlagSet)) (*adminFlags, *inboxDB, *flag.FlagSet, int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var f adminFlags
+	f.db.register(fs, env)
+	fs.StringVar(&f.scope, "scope", "", "only this scope (default: all)")
+	fs.IntVar(&f.limit, "limit", 100, "at most this many rows, newest first")
+	fs.BoolVar(&f.json, "json", false, "print JSON lines")
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, ExitUsage
+	}
+	db, err := openDB(ctx, f.db, 2)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
+		return nil, nil, nil, ExitUsage
+	}
+	return &f, db, fs, ExitOK
+}
+
+func runStatus(ctx context.Context, env *Env, args []string) int {
+	f, db, _, code := parseAdmin(ctx, env, "status", args, nil)
+	if code != ExitOK {
+		return code
+	}
+	defer db.close()
+	s, err := db.admin.Stats(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox status: %s: %v (did you run txinbox migrate?)\n", db.where, err)
+		return ExitFailure
+	}
+	if f.json {
+		json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout
+			"db": db.kind, "inbox": s.Inbox, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
+			"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox)})
+		return ExitOK
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
+	fmt.Fprintf(w, "inbox rows\t%d\n", s.Inbox)
+	if !s.OldestInbox.IsZero() {
+		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), time.Since(s.OldestInbox).Round(time.Second))
+	}
+	fmt.Fprintf(w, "messages with failed attempts\t%d\n", s.Attempts)
+	fmt.Fprintf(w, "dead letters\t%d\n", s.DeadLetters)
+	fmt.Fprintf(w, "drift records\t%d\n", s.Drift)
+	w.Flush()
+	return ExitOK
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+func runDrift(ctx context.Context, env *Env, args []string) int {
+	f, db, _, code := parseAdmin(ctx, env, "drift", args, nil)
+	if code != ExitOK {
+		return code
+	}
+	defer db.close()
+	rows, err := db.admin.ListDrift(ctx, store.ListFilter{Scope: f.scope, Limit: f.limit})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox drift: %s: %v\n", db.where, err)
+		return ExitFailure
+	}
+	enc := json.NewEncoder(env.Stdout)
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	if !f.json {
+		fmt.Fprintln(w, "ID\tDETECTED\tSCOPE\tMESSAGE ID\tSOURCE\tSTORED SHA-256\tRECEIVED SHA-256")
+	}
+	for _, r := range rows {
+		stored, recv := hex.EncodeToString(r.StoredHash), hex.EncodeToString(r.ReceivedHash)
+		if f.json {
+			enc.Encode(map[string]any{"id": r.ID, "detected_at": r.DetectedAt.UTC(), "scope": r.Scope, "message_id": r.MessageID, //nolint:errcheck // stdout
+				"source": r.Source, "source_position": r.SourcePosition, "stored_hash": stored, "received_hash": recv})
+			continue
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.DetectedAt.UTC().Format(time.RFC3339), r.Scope, r.MessageID,
+			r.Source, stored[:16], recv[:16])
+	}
+	w.Flush()
+	return ExitOK
+}
+
+func runDeadLetters(ctx context.Context, env *Env, args []string) int {
+	var forget string
+	f, db, _, code := parseAdmin(ctx, env, "deadletters", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&forget, "forget", "", "delete dead letter `ID` and its attempt count, so the next delivery is processed again")
+	})
+	if code != ExitOK {
+		return code
+	}
+	defer db.close()
+	if forget != "" {
+		id, err := strconv.ParseInt(forget, 10, 64)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox deadletters: --forget %q: not a dead letter id\n", forget)
+			return ExitUsage
+		}
+		ok, err := db.admin.ForgetDeadLetter(ctx, id)
+		switch {
+		case err != nil:
+			fmt.Fprintf(env.Stderr, "txinbox deadletters: %s: %v\n", db.where, err)
+			return ExitFailure
+		case !ok:
+			fmt.Fprintf(env.Stderr, "txinbox deadletters: no dead letter with id %d\n", id)
+			return ExitUsage
+		}
+		fmt.Fprintf(env.Stdout, "dead letter %d forgotten: the next delivery of its message will be processed\n", id)
+		return ExitOK
+	}
+	rows, err := db.admin.ListDeadLetters(ctx, store.ListFilter{Scope: f.scope, Limit: f.limit})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox deadletters: %s: %v\n", db.where, err)
+		return ExitFailure
+	}
+	enc := json.NewEncoder(env.Stdout)
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	if !f.json {
+		fmt.Fprintln(w, "ID\tAT\tSCOPE\tMESSAGE ID\tATTEMPTS\tREASON\tLAST ERROR")
+	}
+	for _, r := range rows {
+		if f.json {
+			enc.Encode(map[string]any{"id": r.ID, "dead_lettered_at": r.DeadLetteredAt.UTC(), "scope": r.Scope, //nolint:errcheck // stdout
+				"message_id": r.MessageID, "source": r.Source, "source_position": r.SourcePosition, "partition_key": r.PartitionKey,
+				"attempts": r.Attempts, "reason": r.Reason, "last_error": r.LastError, "headers": json.RawMessage(r.HeadersJSON),
+				"payload": string(r.Payload), "received_at": r.ReceivedAt.UTC()})
+			continue
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.DeadLetteredAt.UTC().Format(time.RFC3339), r.Scope,
+			r.MessageID, r.Attempts, r.Reason, r.LastError)
+	}
+	w.Flush()
+	return ExitOK
+}
