@@ -95,13 +95,13 @@ func runDemoConsumer(ctx context.Context, env *Env, args []string) int {
 }
 
 type demoConsumer struct {
-	mu      sync.Mutex
-	out     *json.Encoder
-	point   string
-	after   int
+	mu       sync.Mutex
+	out      *json.Encoder
+	point    string
+	after    int
 	sabotage string
 	handled  int // handler calls, for the after-effect crash point
-	acked   int // committed messages, for the after-commit crash point
+	acked    int // committed messages, for the after-commit crash point
 }
 
 func (c *demoConsumer) reply(r demoReply) {
