@@ -46,6 +46,7 @@ type slot struct {
 }
 
 type batch struct {
+	cp      *Checkpoint // nil: no checkpoint to save
 	slots   []slot
 	items   []*item
 	repeats []*repeat
@@ -94,6 +95,37 @@ func (b *batch) reset() {
 	for _, it := range b.items {
 		it.res, it.stored, it.failed, it.excluded = Result{}, nil, false, false
 	}
+	for _, nm := range b.noID {
+		nm.res = Result{}
+	}
+}
+
+// checkpoint returns the position of the last message of the longest prefix
+// of acked outcomes, and false when there is none (or no checkpoint).
+func (b *batch) checkpoint() (int64, bool) {
+	if b.cp == nil {
+		return 0, false
+	}
+	last := -1
+	for i, s := range b.slots {
+		var o Outcome
+		switch {
+		case s.it != nil:
+			o = s.it.res.Outcome
+		case s.rep != nil:
+			o = s.rep.result().Outcome
+		default:
+			o = DeadLettered // dead-lettered in this transaction
+		}
+		if !o.Ack() {
+			break
+		}
+		last = i
+	}
+	if last < 0 {
+		return 0, false
+	}
+	return b.cp.Positions[last], true
 }
 
 // fill copies the final outcomes into results, aligned with the input.

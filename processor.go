@@ -72,18 +72,69 @@ func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processo
 // others were committed by earlier transactions and may be acked. A source
 // acks exactly the messages whose Outcome.Ack() is true.
 func (p *Processor[TTx]) Process(ctx context.Context, msgs []*Message) ([]Result, error) {
+	return p.process(ctx, msgs, nil)
+}
+
+// Checkpoint asks ProcessCheckpoint to record how far one partition of a
+// source has been processed, in the batches' own transactions: a Kafka
+// partition's watermark that survives a lost offset commit.
+type Checkpoint struct {
+	// Source names the source, e.g. the Kafka topic.
+	Source string
+	// Partition names the partition, e.g. "3".
+	Partition string
+	// Positions are the messages' positions (offsets), aligned with the
+	// messages and ascending.
+	Positions []int64
+}
+
+// ProcessCheckpoint is Process for messages of one partition: each batch
+// transaction also saves the position of the last message of the batch's
+// longest prefix of acked outcomes (it never passes a Retry), so that
+// after a restart everything at or below the saved position is known to be
+// committed. Read the positions back with Checkpoints.
+func (p *Processor[TTx]) ProcessCheckpoint(ctx context.Context, msgs []*Message, cp Checkpoint) ([]Result, error) {
+	if len(cp.Positions) != len(msgs) {
+		return nil, fmt.Errorf("txinbox: ProcessCheckpoint: %d positions for %d messages", len(cp.Positions), len(msgs))
+	}
+	return p.process(ctx, msgs, &cp)
+}
+
+// Checkpoints returns the saved position of each partition of source in
+// the processor's scope.
+func (p *Processor[TTx]) Checkpoints(ctx context.Context, source string) (map[string]int64, error) {
+	return p.driver.Checkpoints(ctx, p.cfg.Scope, source)
+}
+
+func (p *Processor[TTx]) process(ctx context.Context, msgs []*Message, cp *Checkpoint) ([]Result, error) {
 	results := make([]Result, len(msgs))
 	for start := 0; start < len(msgs); start += p.cfg.MaxBatchSize {
 		end := min(start+p.cfg.MaxBatchSize, len(msgs))
-		if err := p.processBatch(ctx, msgs[start:end], results[start:end]); err != nil {
+		var chunkCP *Checkpoint
+		if cp != nil {
+			chunkCP = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[start:end]}
+		}
+		if err := p.processBatch(ctx, msgs[start:end], results[start:end], chunkCP); err != nil {
 			clear(results[start:end])
 			return results, err
+		}
+		if cp != nil && !allAcked(results[start:end]) {
+			cp = nil // a later batch must not move the checkpoint past a Retry
 		}
 	}
 	return results, nil
 }
 
-func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, results []Result) (err error) {
+func allAcked(rs []Result) bool {
+	for _, r := range rs {
+		if !r.Outcome.Ack() {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint) (err error) {
 	var ends []func(error)
 	for _, h := range p.startHooks {
 		var end func(error)
@@ -97,6 +148,7 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 	}()
 
 	b := p.prepare(msgs)
+	b.cp = cp
 	info := BatchInfo{Size: len(msgs)}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -127,9 +179,8 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 	return nil
 }
 
-// afterCommit records the failed attempts (in their own transaction, so
-// the counts survive the rollback of the handlers' work) and the dead
-// letters of messages without an id.
+// afterCommit records the failed attempts in their own transaction, so
+// that the counts survive the rollback of the handlers' work.
 func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 	var rows []store.FailureRow
 	var failed []*item
@@ -158,22 +209,4 @@ func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 			}
 		}
 	}
-	if len(b.noID) == 0 {
-		return
-	}
-	dls := make([]store.DeadLetterRow, len(b.noID))
-	for i, nm := range b.noID {
-		dls[i] = p.deadLetterRow(nm.msg, nm.hash, 0, "no message id", ErrNoMessageID.Error())
-	}
-	if err := p.driver.DeadLetter(ctx, dls); err != nil {
-		p.cfg.Logger.ErrorContext(ctx, "txinbox: dead-lettering messages without id", "err", err)
-		for _, nm := range b.noID {
-			nm.res = Result{Outcome: Retry, Err: fmt.Errorf("dead-lettering a message without id: %w", err), RetryAfter: p.cfg.Backoff(1)}
-		}
-		return
-	}
-	for _, nm := range b.noID {
-		nm.res = Result{Outcome: DeadLettered, Err: ErrNoMessageID}
-	}
-	p.cfg.Logger.WarnContext(ctx, "txinbox: messages without id dead-lettered", "count", len(b.noID))
 }

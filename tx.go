@@ -188,10 +188,29 @@ func (p *Processor[TTx]) recordDrift(ctx context.Context, tx store.Tx[TTx], rows
 	return tx.RecordDrift(ctx, rows)
 }
 
+// commit writes what depends on the batch's final outcomes (drift of
+// in-batch repeats, dead letters of messages without an id, the
+// checkpoint) and commits.
 func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch) error {
 	drift := b.repeatDrift(func() store.DriftRow { return store.DriftRow{DetectedAt: p.cfg.Now()} })
 	if err := p.recordDrift(ctx, tx, drift); err != nil {
 		return err
+	}
+	if len(b.noID) > 0 {
+		dls := make([]store.DeadLetterRow, len(b.noID))
+		for i, nm := range b.noID {
+			dls[i] = p.deadLetterRow(nm.msg, nm.hash, 0, "no message id", ErrNoMessageID.Error())
+			nm.res = Result{Outcome: DeadLettered, Err: ErrNoMessageID}
+		}
+		if err := tx.DeadLetter(ctx, dls); err != nil {
+			return err
+		}
+	}
+	if pos, ok := b.checkpoint(); ok {
+		if err := tx.SaveCheckpoint(ctx, store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source,
+			Partition: b.cp.Partition, Position: pos}); err != nil {
+			return err
+		}
 	}
 	return tx.Commit(ctx)
 }

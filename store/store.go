@@ -102,12 +102,22 @@ type Driver[TTx any] interface {
 	// (or that are Permanent). It returns each row's attempt count and
 	// whether it was dead-lettered, aligned with rows.
 	RecordFailures(ctx context.Context, rows []FailureRow, maxAttempts int) ([]FailureResult, error)
-	// DeadLetter stores messages that cannot be processed at all.
-	DeadLetter(ctx context.Context, rows []DeadLetterRow) error
+	// Checkpoints returns the saved position of each partition of source
+	// in scope (see Tx.SaveCheckpoint).
+	Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error)
 	// IsTransient reports whether err is a database condition after which
 	// the whole transaction may simply be tried again (deadlock,
 	// serialization failure, a busy database file).
 	IsTransient(err error) bool
+}
+
+// Checkpoint is how far one partition of a source has been processed: a
+// Kafka partition's watermark, kept in the inbox database.
+type Checkpoint struct {
+	Scope     string
+	Source    string
+	Partition string
+	Position  int64
 }
 
 // FailureResult is the answer to one FailureRow.
@@ -127,6 +137,13 @@ type Tx[TTx any] interface {
 	Claim(ctx context.Context, rows []ClaimRow) ([]ClaimResult, error)
 	// RecordDrift stores drift records in this transaction.
 	RecordDrift(ctx context.Context, rows []DriftRow) error
+	// DeadLetter stores messages that cannot be processed at all, in this
+	// transaction.
+	DeadLetter(ctx context.Context, rows []DeadLetterRow) error
+	// SaveCheckpoint records in this transaction that a partition of a
+	// source has been processed up to a position; a lower position than
+	// the saved one is ignored.
+	SaveCheckpoint(ctx context.Context, cp Checkpoint) error
 	// Savepoint, RollbackToSavepoint and ReleaseSavepoint manage the one
 	// savepoint the processor uses to isolate a message after a failure.
 	Savepoint(ctx context.Context) error

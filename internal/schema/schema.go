@@ -38,6 +38,7 @@ type Tables struct {
 	Attempts    string
 	DeadLetters string
 	Drift       string
+	Checkpoints string
 	Migrations  string
 }
 
@@ -53,16 +54,16 @@ func NewTables(schema, prefix string) Tables {
 	}
 	return Tables{
 		Prefix: prefix, Inbox: q("inbox"), Attempts: q("attempts"), DeadLetters: q("dead_letters"),
-		Drift: q("drift"), Migrations: q("schema_migrations"),
+		Drift: q("drift"), Checkpoints: q("checkpoints"), Migrations: q("schema_migrations"),
 	}
 }
 
 // Expand replaces the {inbox}, {attempts}, {dead_letters}, {drift},
-// {migrations} and {prefix} placeholders of a SQL template.
+// {checkpoints}, {migrations} and {prefix} placeholders of a SQL template.
 func (t Tables) Expand(sql string) string {
 	return strings.NewReplacer(
 		"{inbox}", t.Inbox, "{attempts}", t.Attempts, "{dead_letters}", t.DeadLetters,
-		"{drift}", t.Drift, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
+		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
 	).Replace(sql)
 }
 

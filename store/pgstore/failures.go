@@ -47,7 +47,7 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 				dead = append(dead, dl)
 			}
 		}
-		return d.insertDeadLetters(ctx, tx, dead)
+		return insertDeadLetters(ctx, tx, &d.q, dead)
 	})
 	if err != nil {
 		return nil, err
@@ -58,17 +58,17 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 // DeadLetter stores messages that cannot be processed at all.
 func (d *Driver) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		return d.insertDeadLetters(ctx, tx, rows)
+		return insertDeadLetters(ctx, tx, &d.q, rows)
 	})
 }
 
-func (d *Driver) insertDeadLetters(ctx context.Context, tx pgx.Tx, rows []store.DeadLetterRow) error {
+func insertDeadLetters(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DeadLetterRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
 	for _, r := range rows {
-		b.Queue(d.q.deadLetter, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
+		b.Queue(q.deadLetter, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
 			nonNil(r.Payload), r.PayloadHash, string(r.HeadersJSON), r.Attempts, r.Reason, r.LastError,
 			r.ReceivedAt, r.DeadLetteredAt)
 	}
@@ -80,4 +80,14 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// Checkpoints returns the saved position of each partition of source.
+func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error) {
+	rows, _ := d.pool.Query(ctx, d.q.checkpoints, scope, source)
+	out := map[string]int64{}
+	var part string
+	var pos int64
+	_, err := pgx.ForEachRow(rows, []any{&part, &pos}, func() error { out[part] = pos; return nil })
+	return out, err
 }

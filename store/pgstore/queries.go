@@ -6,10 +6,11 @@ import "github.com/txinbox/txinbox/internal/schema"
 // a bound parameter; only validated identifiers are spliced in.
 type queries struct {
 	claim, lookup, drift, failures, deadLetter string
+	checkpoint, checkpoints                  string
 }
 
 func newQueries(t schema.Tables) queries {
-	return queries{
+	q := queries{
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
 		// instead of deadlocking. Keys already dead-lettered are skipped.
@@ -45,4 +46,16 @@ INSERT INTO {dead_letters} (scope, message_id, source, source_position, partitio
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13)
 ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`),
 	}
+	q.init2(t)
+	return q
+}
+
+// init2 adds the checkpoint statements.
+func (q *queries) init2(t schema.Tables) {
+	q.checkpoint = t.Expand(`
+INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (scope, source, partition) DO UPDATE
+   SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
+	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
 }

@@ -110,3 +110,12 @@ func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
 
 func (t *pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
 func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
+	return insertDeadLetters(ctx, t.tx, t.q, rows)
+}
+
+func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
+	_, err := t.tx.Exec(ctx, t.q.checkpoint, cp.Scope, cp.Source, cp.Partition, cp.Position)
+	return err
+}

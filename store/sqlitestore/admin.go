@@ -202,3 +202,22 @@ func limit(f store.ListFilter) int {
 	}
 	return f.Limit
 }
+
+// Checkpoints returns the saved position of each partition of source.
+func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error) {
+	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = ? AND source = ?`), scope, source)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var part string
+		var pos int64
+		if err := rows.Scan(&part, &pos); err != nil {
+			return nil, err
+		}
+		out[part] = pos
+	}
+	return out, rows.Err()
+}

@@ -164,3 +164,16 @@ func (t *sqliteTx) ReleaseSavepoint(ctx context.Context) error {
 
 func (t *sqliteTx) Commit(context.Context) error   { return t.tx.Commit() }
 func (t *sqliteTx) Rollback(context.Context) error { return t.tx.Rollback() }
+
+func (t *sqliteTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
+	return insertDeadLetters(ctx, t.tx, t.q.t, rows)
+}
+
+func (t *sqliteTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
+	_, err := t.tx.ExecContext(ctx, t.q.t.Expand(`INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (scope, source, partition) DO UPDATE
+   SET position = max(c.position, excluded.position), updated_at = excluded.updated_at`),
+		cp.Scope, cp.Source, cp.Partition, cp.Position, formatTime(time.Now()))
+	return err
+}

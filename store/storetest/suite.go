@@ -147,6 +147,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"SubmitBatches", testSubmit[TTx]},
 		{"CanceledContextCommitsNothing", testCanceled[TTx]},
 		{"MigrateTwice", testMigrateTwice[TTx]},
+		{"CheckpointStopsBeforeRetry", testCheckpoint[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 	}
 	for _, tc := range tests {
@@ -527,3 +528,54 @@ func testMigrateTwice[TTx any](f *fixture[TTx]) {
 type batchHookFunc func(txinbox.BatchInfo)
 
 func (h batchHookFunc) OnBatch(_ context.Context, i txinbox.BatchInfo) { h(i) }
+
+func testCheckpoint[TTx any](f *fixture[TTx]) {
+	p := f.processor(txinbox.Config[TTx]{MaxBatchSize: 3}, func(m *txinbox.Message) error {
+		if m.ID == "off-14" {
+			return errBoom
+		}
+		return nil
+	})
+	batch := func(from, to int64) ([]*txinbox.Message, txinbox.Checkpoint) {
+		cp := txinbox.Checkpoint{Source: "invoices", Partition: "3"}
+		var msgs []*txinbox.Message
+		for o := from; o <= to; o++ {
+			msgs = append(msgs, msg(fmt.Sprint("off-", o), "x"))
+			cp.Positions = append(cp.Positions, o)
+		}
+		return msgs, cp
+	}
+	want := func(pos int64) {
+		f.t.Helper()
+		got, err := p.Checkpoints(f.ctx, "invoices")
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if got["3"] != pos {
+			f.t.Errorf("checkpoint = %v, want partition 3 at %d", got, pos)
+		}
+	}
+	msgs, cp := batch(10, 12)
+	if _, err := p.ProcessCheckpoint(f.ctx, msgs, cp); err != nil {
+		f.t.Fatal(err)
+	}
+	want(12)
+	// 13..18 in batches of 3: 14 fails, so neither its batch nor the next
+	// may move the checkpoint past 13.
+	msgs, cp = batch(13, 18)
+	res, err := p.ProcessCheckpoint(f.ctx, msgs, cp)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	wantOutcomes(f.t, res, txinbox.Processed, txinbox.Retry, txinbox.Processed, txinbox.Processed, txinbox.Processed, txinbox.Processed)
+	want(13)
+	// A lower position never moves it back.
+	msgs, cp = batch(5, 5)
+	if _, err := p.ProcessCheckpoint(f.ctx, msgs, cp); err != nil {
+		f.t.Fatal(err)
+	}
+	want(13)
+	if _, err := p.ProcessCheckpoint(f.ctx, msgs, txinbox.Checkpoint{}); err == nil {
+		f.t.Error("ProcessCheckpoint with no positions succeeded")
+	}
+}
