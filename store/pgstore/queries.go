@@ -6,7 +6,7 @@ import "github.com/txinbox/txinbox/internal/schema"
 // a bound parameter; only validated identifiers are spliced in.
 type queries struct {
 	claim, lookup, drift, failures, deadLetter string
-	checkpoint, checkpoints                  string
+	checkpoint, checkpoints                    string
 }
 
 func newQueries(t schema.Tables) queries {
