@@ -20,9 +20,6 @@ type item struct {
 	excluded bool   // failed in the optimistic pass: not run again in this batch
 }
 
-// final reports whether the item's outcome is decided for this transaction.
-func (it *item) final() bool { return it.res.Outcome != 0 }
-
 // noIDMessage is a message that has no id and is dead-lettered.
 type noIDMessage struct {
 	msg  *Message
