@@ -1,0 +1,110 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+// BenchmarkProcess measures messages/s through the processor with a batch
+// handler that writes one effect row per message in one statement: 100
+// messages per transaction, 4 concurrent batches. Compare with
+// BenchmarkSeedAlgorithm in the same run:
+//
+//	go test ./store/pgstore -run '^$' -bench . -benchtime 20000x
+func BenchmarkProcess(b *testing.B) {
+	for _, dup := range []int{0, 30} {
+		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) {
+			pool := testdb.Require(b)
+			schema := testdb.NewSchema(b, pool)
+			pool = testdb.PoolIn(b, schema, 8)
+			ctx := context.Background()
+			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			d, _ := pgstore.New(pool, pgstore.Options{})
+			if err := d.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench",
+				BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+					ids := make([]string, len(msgs))
+					for i, m := range msgs {
+						ids[i] = m.ID
+					}
+					_, err := tx.Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+					return err
+				}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for {
+						start := next.Add(100) - 100
+						if start >= int64(b.N) {
+							return
+						}
+						msgs := make([]*txinbox.Message, 0, 100)
+						for i := start; i < min(start+100, int64(b.N)); i++ {
+							id := i
+							if int(i%100) < dup && i > 200 {
+								id = i - 200 // a redelivery of an earlier message
+							}
+							msgs = append(msgs, &txinbox.Message{ID: fmt.Sprint("m-", id), Payload: []byte("payload")})
+						}
+						if _, err := p.Process(ctx, msgs); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkSeedAlgorithm is the seed's algorithm as written: one
+// transaction per message, duplicates by catching the unique violation,
+// one worker.
+func BenchmarkSeedAlgorithm(b *testing.B) {
+	pool := testdb.Require(b)
+	schema := testdb.NewSchema(b, pool)
+	pool = testdb.PoolIn(b, schema, 2)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE inbox (message_id text PRIMARY KEY, received_at timestamptz DEFAULT now());
+		CREATE TABLE effects (message_id text NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO inbox (message_id) VALUES ($1)", fmt.Sprint("m-", i)); err != nil {
+			tx.Rollback(ctx)
+			continue
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1)", fmt.Sprint("m-", i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
