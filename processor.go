@@ -71,6 +71,8 @@ func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processo
 // Result.Outcome is zero were not processed and must not be acked; the
 // others were committed by earlier transactions and may be acked. A source
 // acks exactly the messages whose Outcome.Ack() is true.
+//
+// Process fills in the Scope and ReceivedAt of messages that lack them.
 func (p *Processor[TTx]) Process(ctx context.Context, msgs []*Message) ([]Result, error) {
 	return p.process(ctx, msgs, nil)
 }

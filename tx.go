@@ -52,8 +52,8 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		}
 		return p.commit(ctx, tx, b)
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		return err
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+		return errors.Join(err, herr)
 	}
 	if ctx.Err() != nil || p.driver.IsTransient(herr) {
 		return errors.Join(ctx.Err(), herr)
