@@ -57,7 +57,9 @@ type Config[TTx any] struct {
 	Ordered bool
 	// TransientRetries is how many times a batch transaction is retried
 	// after a transient database error (deadlock, serialization failure,
-	// busy file) before Process returns the error. Defaults to 3.
+	// busy file, a connection that died before the statement reached the
+	// server) before Process returns the error. Defaults to 3; -1 means
+	// no retry.
 	TransientRetries int
 	// Hooks receive outcomes and batch statistics (see OutcomeHook,
 	// BatchHook, BatchStartHook). Defaults to none.
@@ -87,8 +89,11 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	if c.Backoff == nil {
 		c.Backoff = DefaultBackoff
 	}
-	if c.TransientRetries == 0 {
+	switch c.TransientRetries {
+	case 0:
 		c.TransientRetries = 3
+	case -1:
+		c.TransientRetries = 0
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -116,7 +121,7 @@ func (c Config[TTx]) validate() error {
 	case c.MaxAttempts < 1:
 		return &ConfigError{"MaxAttempts", "must be at least 1"}
 	case c.TransientRetries < 0:
-		return &ConfigError{"TransientRetries", "must not be negative"}
+		return &ConfigError{"TransientRetries", "must be -1 (no retry) or more"}
 	}
 	return nil
 }

@@ -195,14 +195,21 @@ func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 	if len(rows) > 0 {
 		frs, err := p.driver.RecordFailures(ctx, rows, p.cfg.MaxAttempts)
 		if err != nil {
-			// The message stays a Retry: not acked, redelivered, and its
-			// attempt counted next time. Nothing is lost.
+			// The messages stay Retry: not acked, redelivered after the
+			// first backoff step. This failed attempt goes uncounted.
 			p.cfg.Logger.ErrorContext(ctx, "txinbox: recording failed attempts", "err", err, "messages", len(rows))
+			for _, it := range failed {
+				it.res.RetryAfter = p.cfg.Backoff(1)
+			}
 		}
 		for i, fr := range frs {
 			it := failed[i]
 			it.res.Attempts = fr.Attempts
-			if fr.DeadLettered {
+			if fr.Committed {
+				// Another delivery of the same id committed while this one
+				// failed: the effect exists once; this copy is a duplicate.
+				it.res = Result{Outcome: Duplicate}
+			} else if fr.DeadLettered {
 				it.res.Outcome, it.res.RetryAfter = DeadLettered, 0
 				p.cfg.Logger.WarnContext(ctx, "txinbox: message dead-lettered", "scope", it.row.Scope,
 					"message_id", it.row.MessageID, "attempts", fr.Attempts, "err", it.res.Err)

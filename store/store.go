@@ -99,8 +99,9 @@ type Driver[TTx any] interface {
 	Begin(ctx context.Context) (Tx[TTx], error)
 	// RecordFailures counts one failed attempt for each row in its own short
 	// transaction and dead-letters the rows whose count reaches maxAttempts
-	// (or that are Permanent). It returns each row's attempt count and
-	// whether it was dead-lettered, aligned with rows.
+	// (or that are Permanent). Rows whose key is in the inbox by now are
+	// left alone and reported Committed. It returns each row's result,
+	// aligned with rows.
 	RecordFailures(ctx context.Context, rows []FailureRow, maxAttempts int) ([]FailureResult, error)
 	// Checkpoints returns the saved position of each partition of source
 	// in scope (see Tx.SaveCheckpoint).
@@ -124,6 +125,10 @@ type Checkpoint struct {
 type FailureResult struct {
 	Attempts     int
 	DeadLettered bool
+	// Committed means the key is in the inbox after all: another delivery
+	// of the same id committed while this one failed. No attempt is
+	// counted and nothing is dead-lettered.
+	Committed bool
 }
 
 // Tx is one open batch transaction.

@@ -40,6 +40,10 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 		}
 		var dead []store.DeadLetterRow
 		for i, r := range rows {
+			if res[i].Attempts == 0 { // not returned: the key is in the inbox
+				res[i].Committed = true
+				continue
+			}
 			if r.Permanent || res[i].Attempts >= maxAttempts {
 				res[i].DeadLettered = true
 				dl := r.DeadLetter

@@ -80,9 +80,11 @@ func (d *Driver) Begin(ctx context.Context) (store.Tx[pgx.Tx], error) {
 	return &pgTx{tx: tx, q: &d.q}, nil
 }
 
-// IsTransient reports deadlocks, serialization failures and claim races.
+// IsTransient reports deadlocks, serialization failures, claim races and
+// errors that pgx says happened before anything reached the server (a dead
+// pooled connection after a restart).
 func (d *Driver) IsTransient(err error) bool {
-	if errors.Is(err, store.ErrClaimRace) {
+	if errors.Is(err, store.ErrClaimRace) || pgconn.SafeToRetry(err) {
 		return true
 	}
 	var pe *pgconn.PgError

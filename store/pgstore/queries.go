@@ -37,6 +37,7 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[]
 INSERT INTO {attempts} AS a (scope, message_id, attempts, last_error, first_failed_at, last_failed_at)
 SELECT m.scope, m.message_id, 1, m.err, m.at, m.at
 FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS m(scope, message_id, err, at)
+WHERE NOT EXISTS (SELECT 1 FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id)
 ON CONFLICT (scope, message_id) DO UPDATE
    SET attempts = a.attempts + 1, last_error = EXCLUDED.last_error, last_failed_at = EXCLUDED.last_failed_at
 RETURNING scope, message_id, attempts`),

@@ -32,9 +32,18 @@ VALUES (?, ?, 1, ?, ?, ?)
 ON CONFLICT (scope, message_id) DO UPDATE
    SET attempts = a.attempts + 1, last_error = excluded.last_error, last_failed_at = excluded.last_failed_at
 RETURNING attempts`)
+	inInbox := d.t.Expand(`SELECT count(*) FROM {inbox} WHERE scope = ? AND message_id = ?`)
 	err := d.withTx(ctx, func(tx *sql.Tx) error {
 		var dead []store.DeadLetterRow
 		for i, r := range rows {
+			var n int
+			if err := tx.QueryRowContext(ctx, inInbox, r.Scope, r.MessageID).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				res[i].Committed = true
+				continue
+			}
 			at := formatTime(r.FailedAt)
 			if err := tx.QueryRowContext(ctx, stmt, r.Scope, r.MessageID, r.Error, at, at).Scan(&res[i].Attempts); err != nil {
 				return err

@@ -1,0 +1,116 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// run runs a command in-process.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	code := cli.Main(context.Background(), env, args)
+	return out.String(), errb.String(), code
+}
+
+func TestUsage(t *testing.T) {
+	_, errs, code := run(t)
+	if code != cli.ExitUsage || !strings.Contains(errs, "migrate") || strings.Contains(errs, "demo-consumer") {
+		t.Errorf("no args: code %d, usage %q", code, errs)
+	}
+	_, errs, code = run(t, "frobnicate")
+	if code != cli.ExitUsage || !strings.Contains(errs, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: code %d, %q", code, errs)
+	}
+}
+
+func TestMigrateAndAdminOnSQLite(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "inbox.db")
+	for range 2 {
+		if out, errs, code := run(t, "migrate", "--db", db); code != 0 || !strings.Contains(out, "migrated") {
+			t.Fatalf("migrate: %d %q %q", code, out, errs)
+		}
+	}
+	// Produce a drift record and a dead letter through the library.
+	d, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
+		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
+			if m.ID == "poison" {
+				return txinbox.Permanent(context.DeadlineExceeded)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, m := range []*txinbox.Message{{ID: "a", Payload: []byte("1")}, {ID: "a", Payload: []byte("2")}, {ID: "poison"}} {
+		if _, err := p.Process(ctx, []*txinbox.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+
+	out, _, code := run(t, "status", "--db", db, "--json")
+	var st map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["inbox"] != 1.0 || st["drift"] != 1.0 || st["dead_letters"] != 1.0 {
+		t.Errorf("status: %d %q", code, out)
+	}
+	out, _, code = run(t, "drift", "--db", db)
+	if code != 0 || !strings.Contains(out, "STORED SHA-256") || strings.Count(out, "\n") != 2 {
+		t.Errorf("drift: %d %q", code, out)
+	}
+	out, _, code = run(t, "deadletters", "--db", db, "--json")
+	var dl map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &dl) != nil || dl["message_id"] != "poison" || dl["reason"] != "permanent error" {
+		t.Fatalf("deadletters: %d %q", code, out)
+	}
+	id := string(must(json.Marshal(dl["id"])))
+	if out, errs, code := run(t, "deadletters", "--db", db, "--forget", id); code != 0 || !strings.Contains(out, "forgotten") {
+		t.Errorf("forget: %d %q %q", code, out, errs)
+	}
+	if _, errs, code := run(t, "deadletters", "--db", db, "--forget", id); code != cli.ExitUsage || !strings.Contains(errs, "no dead letter") {
+		t.Errorf("forget twice: %d %q", code, errs)
+	}
+	if _, errs, code := run(t, "deadletters", "--db", db, "--forget", "x1"); code != cli.ExitUsage || !strings.Contains(errs, "not a dead letter id") {
+		t.Errorf("forget x1: %d %q", code, errs)
+	}
+}
+
+func TestBadDatabaseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate"}, "--db is required"},
+		{[]string{"migrate", "--db", "x.db", "--schema", "s"}, "--schema applies to PostgreSQL only"},
+		{[]string{"migrate", "--db", "x.db", "--table-prefix", "Bad-Prefix"}, "TablePrefix"},
+		{[]string{"migrate", "--db", "postgres://u@127.0.0.1:1/x?connect_timeout=1"}, "connecting to postgres://u@127.0.0.1:1/x"},
+		{[]string{"status", "--db", "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1"}, "connecting"},
+	} {
+		_, errs, code := run(t, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "secret") {
+			t.Errorf("%v: code %d, stderr %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

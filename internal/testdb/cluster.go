@@ -1,0 +1,172 @@
+package testdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DefaultPGBin is where Debian's postgresql-15 package puts the server
+// binaries. TXINBOX_PG_BIN overrides it.
+const DefaultPGBin = "/usr/lib/postgresql/15/bin"
+
+// Cluster is a private PostgreSQL cluster that one test starts, restarts
+// and stops, so that it can take the server down without disturbing the
+// shared test database.
+type Cluster struct {
+	bin  string
+	data string
+	log  string
+	port int
+	// asPostgres runs the binaries through "su postgres": initdb and the
+	// server refuse to run as root.
+	asPostgres bool
+}
+
+// StartCluster initializes and starts a cluster on a free loopback port,
+// with its data directory under t.TempDir(), and stops it (immediate mode)
+// at cleanup. It skips the test when the binaries, su or the postgres user
+// are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	bin := DefaultPGBin
+	if b := os.Getenv("TXINBOX_PG_BIN"); b != "" {
+		bin = b
+	}
+	unavailable := func(msg string) {
+		t.Helper()
+		msg = "private PostgreSQL cluster unavailable: " + msg
+		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			unavailable(fmt.Sprintf("%v (install postgresql-15 or set TXINBOX_PG_BIN)", err))
+		}
+	}
+	c := &Cluster{bin: bin}
+	dir := t.TempDir()
+	c.data = filepath.Join(dir, "data")
+	if err := os.Mkdir(c.data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("su"); err != nil {
+			unavailable("running as root and su is missing: " + err.Error())
+		}
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			unavailable("running as root and there is no postgres user: " + err.Error())
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		// t.TempDir's parent is private to root: let postgres through.
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chown(c.data, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		c.asPostgres = true
+	}
+	if err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--no-locale", "-E", "UTF8", "-N"); err != nil {
+		t.Fatal(err)
+	}
+	// The log lives in the data directory: postgres can write there.
+	c.log = filepath.Join(c.data, "server.log")
+	t.Cleanup(func() {
+		if err := c.run("pg_ctl", "-D", c.data, "-w", "stop", "-m", "immediate"); err != nil {
+			t.Logf("stopping the private cluster: %v", err)
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(c.log); err == nil {
+				t.Logf("private cluster log:\n%s", tail(string(b), 40))
+			}
+		}
+	})
+	// The port is free when picked but may be taken before the server
+	// binds it: try a few.
+	var err error
+	for range 3 {
+		if c.port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=50", c.port)
+		if err = c.run("pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "30", "start", "-o", opts); err == nil {
+			return c
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// URL is the cluster's DSN.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+}
+
+// Restart restarts the server with pg_ctl restart -m mode ("smart", "fast"
+// or "immediate") and returns once the new server accepts connections. It
+// may be called from any goroutine.
+func (c *Cluster) Restart(mode string) error {
+	return c.run("pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "30", "restart", "-m", mode)
+}
+
+// run runs one of the cluster's binaries, as postgres when we are root.
+func (c *Cluster) run(name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path := filepath.Join(c.bin, name)
+	var cmd *exec.Cmd
+	if c.asPostgres {
+		words := []string{shellQuote(path)}
+		for _, a := range args {
+			words = append(words, shellQuote(a))
+		}
+		cmd = exec.CommandContext(ctx, "su", "postgres", "-c", strings.Join(words, " "))
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	// The server's own output goes to the log; do not wait on a pipe
+	// that a stray child might hold.
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
