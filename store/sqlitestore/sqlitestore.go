@@ -59,6 +59,9 @@ func Open(path string, opts Options) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: Open: empty path")
 	}
+	if err := schema.ValidateIdent("sqlitestore: Options.TablePrefix", opts.TablePrefix, true); err != nil {
+		return nil, err // before the file is created
+	}
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = 30 * time.Second
 	}
