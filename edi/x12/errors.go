@@ -1,0 +1,57 @@
+package x12
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SyntaxError reports an interchange envelope that cannot be read or that
+// fails a check (ISA too short, IEA count or control number mismatch, ...).
+type SyntaxError struct {
+	// Segment is the tag of the segment at fault, e.g. "IEA"; for a segment
+	// that is missing it is the tag that was expected.
+	Segment string
+	// Element is the element at fault, e.g. "IEA01"; empty when the error
+	// concerns the whole segment.
+	Element string
+	// Offset is the byte offset of the segment in the input, or where the
+	// input ended for a missing segment.
+	Offset int64
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error returns a message such as
+// "x12: IEA element IEA02 at byte 280: interchange control number "2" does not match "1" in the ISA at byte 0".
+func (e *SyntaxError) Error() string {
+	var b strings.Builder
+	b.WriteString("x12: ")
+	if e.Segment != "" {
+		b.WriteString(tagString(e.Segment))
+		if e.Element != "" {
+			b.WriteString(" element ")
+			b.WriteString(e.Element)
+		}
+		b.WriteString(" at")
+	} else {
+		b.WriteString("at")
+	}
+	fmt.Fprintf(&b, " byte %d: %s", e.Offset, e.Msg)
+	return b.String()
+}
+
+// tagString prints a clean tag as is and anything else quoted.
+func tagString(tag string) string {
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return strconv.Quote(tag)
+		}
+	}
+	return tag
+}
+
+func errorf(seg, elem string, off int64, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Segment: seg, Element: elem, Offset: off, Msg: fmt.Sprintf(format, args...)}
+}

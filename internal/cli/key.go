@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/txinbox/txinbox/edi"
+)
+
+func init() {
+	register("key", "print the inbox key of EDIFACT, X12 and AS4 files", runKey)
+}
+
+// keyLine is one --json output line.
+type keyLine struct {
+	File   string      `json:"file"`
+	Kind   edi.Kind    `json:"kind"`
+	Key    string      `json:"key"`
+	Fields []edi.Field `json:"fields"`
+	Offset int64       `json:"offset"`
+}
+
+// runKey prints FILE, KIND and KEY (the inbox message id) for every
+// interchange or AS4 user message in the files; "-" is stdin. A file that
+// yields no key is reported on stderr and makes the status ExitUsage.
+func runKey(ctx context.Context, env *Env, args []string) int {
+	fs := flag.NewFlagSet("key", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	jsonOut := fs.Bool("json", false, "print one JSON object per key: file, kind, key, fields, offset")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: txinbox key [--json] FILE...\n\n"+
+			"Prints FILE<TAB>KIND<TAB>KEY for each EDIFACT or X12 interchange and each AS4\n"+
+			"user message; KEY is the inbox message id. FILE - reads stdin. Files that\n"+
+			"yield no key are reported on stderr and the exit status is 2.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(env.Stderr, "txinbox key: no FILE given")
+		fs.Usage()
+		return ExitUsage
+	}
+	status := ExitOK
+	for _, name := range fs.Args() {
+		if err := ctx.Err(); err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox key: %v\n", err)
+			return ExitFailure
+		}
+		keys, err := keysOf(env, name)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox key: %s: %v\n", name, err)
+			status = ExitUsage
+			continue
+		}
+		if err := printKeys(env.Stdout, name, keys, *jsonOut); err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox key: writing output: %v\n", err)
+			return ExitFailure
+		}
+	}
+	return status
+}
+
+// keysOf reads the keys of one file, or of stdin for "-".
+func keysOf(env *Env, name string) ([]edi.Key, error) {
+	if name == "-" {
+		if env.Stdin == nil {
+			return nil, errors.New("no standard input")
+		}
+		return edi.Keys(env.Stdin)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return edi.Keys(f)
+}
+
+func printKeys(w io.Writer, name string, keys []edi.Key, asJSON bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, k := range keys {
+		var err error
+		if asJSON {
+			err = enc.Encode(keyLine{File: name, Kind: k.Kind, Key: k.ID, Fields: k.Fields, Offset: k.Offset})
+		} else {
+			_, err = fmt.Fprintf(w, "%s\t%s\t%s\n", name, k.Kind, k.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
