@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func init() {
+	register("bench", "measure txinbox against PostgreSQL's own insert ceiling and the seed's algorithm", runBench)
+}
+
+type benchOptions struct {
+	db        string
+	sqlite    string
+	duration  time.Duration
+	batch     int
+	conns     int
+	dups      []float64
+	json      bool
+	scenarios map[string]bool
+}
+
+// benchResult is one measured scenario.
+type benchResult struct {
+	Name       string  `json:"name"`
+	Store      string  `json:"store"`
+	Duplicates float64 `json:"duplicates"`
+	Workers    int     `json:"workers"`
+	Messages   int64   `json:"messages"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgs_per_s"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	Effects    int64   `json:"effects"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// benchReport is what --json prints.
+type benchReport struct {
+	CeilingMsgsPerS     float64        `json:"ceiling_msgs_per_s"`
+	SeedMsgsPerS        float64        `json:"seed_msgs_per_s"`
+	Seed16MsgsPerS      float64        `json:"seed16_msgs_per_s"`
+	TxinboxMsgsPerS     float64        `json:"txinbox_msgs_per_s"`
+	E2EKafkaMsgsPerS    float64        `json:"e2e_kafka_msgs_per_s"`
+	TxinboxVsCeiling    float64        `json:"txinbox_vs_ceiling"`
+	TxinboxVsSeed       float64        `json:"txinbox_vs_seed"`
+	E2EKafkaVsCeiling   float64        `json:"e2e_kafka_vs_ceiling"`
+	PeakRSSMB           float64        `json:"peak_rss_mb"`
+	DurationPerScenario string         `json:"duration_per_scenario"`
+	Results             []*benchResult `json:"results"`
+}
+
+func runBench(ctx context.Context, env *Env, args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var o benchOptions
+	var dups, only string
+	fs.StringVar(&o.db, "db", env.Getenv("TXINBOX_DB"), "PostgreSQL URL to measure on (a schema of its own is created and dropped)")
+	fs.StringVar(&o.sqlite, "sqlite", "", "also measure txinbox on this SQLite file (created, then removed)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each scenario runs")
+	fs.IntVar(&o.batch, "batch", 100, "messages per transaction")
+	fs.IntVar(&o.conns, "conns", 4, "connections for the ceiling and txinbox scenarios")
+	fs.StringVar(&dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
+	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, sqlite, e2e-kafka); default all")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if err := o.parse(dups, only); err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+		return ExitUsage
+	}
+	rep, err := runBenchScenarios(ctx, env, o)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+		return ExitFailure
+	}
+	if o.json {
+		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
+	} else {
+		printBench(env, rep)
+	}
+	return ExitOK
+}
+
+func (o *benchOptions) parse(dups, only string) error {
+	if !isPostgresURL(o.db) {
+		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
+	}
+	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 {
+		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns at least 1")
+	}
+	for _, d := range strings.Split(dups, ",") {
+		var f float64
+		if _, err := fmt.Sscan(strings.TrimSpace(d), &f); err != nil || f < 0 || f >= 1 {
+			return fmt.Errorf("--duplicates: %q is not a share between 0 and 1", d)
+		}
+		o.dups = append(o.dups, f)
+	}
+	all := []string{"ceiling", "seed", "seed16", "txinbox", "sqlite", "e2e-kafka"}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(all, s) {
+			return fmt.Errorf("--only: unknown scenario %q (use %s)", s, strings.Join(all, ", "))
+		}
+		o.scenarios[s] = true
+	}
+	if len(o.scenarios) == 0 {
+		for _, s := range all {
+			o.scenarios[s] = true
+		}
+	}
+	return nil
+}
+
+func printBench(env *Env, rep *benchReport) {
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\t")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t(%s)\n", r.Name, r.Store, 100*r.Duplicates, r.Workers, r.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t\n", r.Name, r.Store, 100*r.Duplicates, r.Workers,
+			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms)
+	}
+	w.Flush()
+	fmt.Fprintf(env.Stdout, "\ntxinbox / ceiling: %.0f%%   txinbox / seed (1 worker): %.1fx   e2e kafka / ceiling: %.0f%%   peak RSS: %.0f MB\n",
+		100*rep.TxinboxVsCeiling, rep.TxinboxVsSeed, 100*rep.E2EKafkaVsCeiling, rep.PeakRSSMB)
+}
+
+// peakRSSMB reads the process's peak resident set size.
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}

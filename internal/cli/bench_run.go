@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+// benchKafkaE2E measures end to end from Kafka; the Kafka source registers
+// it. Nil means the scenario is unavailable in this build.
+var benchKafkaE2E func(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup float64) (*benchResult, error)
+
+// benchEnv is the schema the benchmark owns for one run.
+type benchEnv struct {
+	o      benchOptions
+	env    *Env
+	schema string
+	pool   *pgxpool.Pool
+	driver *pgstore.Driver
+}
+
+func runBenchScenarios(ctx context.Context, env *Env, o benchOptions) (*benchReport, error) {
+	be, err := newBenchEnv(ctx, env, o)
+	if err != nil {
+		return nil, err
+	}
+	defer be.close()
+	rep := &benchReport{DurationPerScenario: o.duration.String()}
+	type scenario struct {
+		key, name string
+		workers   int
+		run       func(context.Context, float64) (*benchResult, error)
+	}
+	scenarios := []scenario{
+		{"ceiling", "ceiling", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceiling(ctx, d) }},
+		{"seed", "seed", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 1) }},
+		{"seed16", "seed", 16, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 16) }},
+		{"txinbox", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxPG(ctx, d) }},
+		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
+		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
+			if benchKafkaE2E == nil {
+				return nil, errors.New("the Kafka source is not in this build")
+			}
+			return benchKafkaE2E(ctx, o, be.pool, d)
+		}},
+	}
+	for _, dup := range o.dups {
+		for _, s := range scenarios {
+			if !o.scenarios[s.key] || (s.key == "sqlite" && o.sqlite == "") {
+				continue
+			}
+			be.progress("%s (%.0f%% duplicates, %d workers)...", s.name, 100*dup, s.workers)
+			if err := be.truncate(ctx); err != nil {
+				return nil, err
+			}
+			r, err := s.run(ctx, dup)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+			}
+			rep.Results = append(rep.Results, r)
+			rep.record(s.key, r)
+		}
+	}
+	be.progress("")
+	rep.PeakRSSMB = peakRSSMB()
+	return rep, nil
+}
+
+// record keeps the headline figures: those at 0% duplicates (or the first
+// duplicate share measured).
+func (rep *benchReport) record(key string, r *benchResult) {
+	set := func(f *float64) {
+		if *f == 0 {
+			*f = r.MsgsPerSec
+		}
+	}
+	switch key {
+	case "ceiling":
+		set(&rep.CeilingMsgsPerS)
+	case "seed":
+		set(&rep.SeedMsgsPerS)
+	case "seed16":
+		set(&rep.Seed16MsgsPerS)
+	case "txinbox":
+		set(&rep.TxinboxMsgsPerS)
+	case "e2e-kafka":
+		set(&rep.E2EKafkaMsgsPerS)
+	}
+	if rep.CeilingMsgsPerS > 0 {
+		rep.TxinboxVsCeiling = rep.TxinboxMsgsPerS / rep.CeilingMsgsPerS
+		rep.E2EKafkaVsCeiling = rep.E2EKafkaMsgsPerS / rep.CeilingMsgsPerS
+	}
+	if rep.SeedMsgsPerS > 0 {
+		rep.TxinboxVsSeed = rep.TxinboxMsgsPerS / rep.SeedMsgsPerS
+	}
+}
+
+func newBenchEnv(ctx context.Context, env *Env, o benchOptions) (*benchEnv, error) {
+	b := make([]byte, 4)
+	crand.Read(b)
+	schema := "txinbox_bench_" + hex.EncodeToString(b)
+	cfg, err := pgxpool.ParseConfig(o.db)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = int32(max(o.conns, 16) + 2)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", redact(cfg), err)
+	}
+	be := &benchEnv{o: o, env: env, schema: schema, pool: pool}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	be.driver, _ = pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err := be.driver.Migrate(ctx); err != nil {
+		be.close()
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+		be.close()
+		return nil, err
+	}
+	return be, nil
+}
+
+func (be *benchEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	be.pool.Exec(ctx, "DROP SCHEMA "+be.schema+" CASCADE") //nolint:errcheck // best effort
+	be.pool.Close()
+}
+
+func (be *benchEnv) truncate(ctx context.Context) error {
+	_, err := be.pool.Exec(ctx, be.driver.Tables().Expand("TRUNCATE {inbox}, {attempts}, {drift}, effects"))
+	return err
+}
+
+func (be *benchEnv) progress(format string, args ...any) {
+	if !be.env.IsTerminal || be.o.json {
+		return
+	}
+	fmt.Fprintf(be.env.Stderr, "\r\033[Kbench: "+format, args...)
+}
+
+// idSource hands out message ids; a share of them repeat an id handed out
+// long enough ago to be committed (a redelivery).
+type idSource struct {
+	next   atomic.Int64
+	dup    float64
+	behind int64
+}
+
+func newIDSource(dup float64, behind int) *idSource { return &idSource{dup: dup, behind: int64(behind)} }
+
+func (s *idSource) id(rng *rand.Rand) (string, bool) {
+	if s.dup > 0 && rng.Float64() < s.dup {
+		if n := s.next.Load(); n > s.behind {
+			return fmt.Sprint("m-", n-s.behind-rng.Int64N(min(n-s.behind, 10000))), true
+		}
+	}
+	return fmt.Sprint("m-", s.next.Add(1)), false
+}
+
+// latencies collects per-message latency samples, weighted by count.
+type latencies struct {
+	mu      sync.Mutex
+	samples []latencySample
+}
+
+type latencySample struct {
+	d time.Duration
+	n int
+}
+
+func (l *latencies) add(d time.Duration, n int) {
+	l.mu.Lock()
+	l.samples = append(l.samples, latencySample{d, n})
+	l.mu.Unlock()
+}
+
+func (l *latencies) percentile(p float64) float64 {
+	slices.SortFunc(l.samples, func(a, b latencySample) int { return int(a.d - b.d) })
+	total := 0
+	for _, s := range l.samples {
+		total += s.n
+	}
+	want, seen := int(p*float64(total)), 0
+	for _, s := range l.samples {
+		if seen += s.n; seen > want {
+			return float64(s.d) / float64(time.Millisecond)
+		}
+	}
+	return 0
+}
+
+// measure runs work on workers goroutines for the configured duration and
+// turns what they counted into a result.
+func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup float64, workers int,
+	work func(ctx context.Context, w int, lat *latencies, msgs *atomic.Int64) error) (*benchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, be.o.duration)
+	defer cancel()
+	var lat latencies
+	var msgs atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			if err := work(ctx, w, &lat, &msgs); err != nil && ctx.Err() == nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	r := &benchResult{Name: name, Store: storeName, Duplicates: dup, Workers: workers, Messages: msgs.Load(),
+		Seconds: elapsed, MsgsPerSec: float64(msgs.Load()) / elapsed, P50ms: lat.percentile(0.50), P99ms: lat.percentile(0.99)}
+	if storeName == "postgres" {
+		// Every scenario must be exactly once: one effect per inbox row.
+		var inbox int64
+		err := be.pool.QueryRow(context.Background(), be.driver.Tables().Expand(
+			"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox})")).Scan(&r.Effects, &inbox)
+		if err != nil {
+			return nil, err
+		}
+		if r.Effects != inbox {
+			return nil, fmt.Errorf("%s: %d effects for %d inbox rows", name, r.Effects, inbox)
+		}
+	}
+	return r, nil
+}
+
+var benchPayload = []byte(`{"type":"InvoiceIssued","invoice_no":"INV-000001","partner":"PARTNER-1","amount_cents":12345}`)
+
+func benchHash() []byte {
+	h := sha256.Sum256(benchPayload)
+	return h[:]
+}
+
+// ceiling is PostgreSQL's own durable limit for the same rows: one
+// statement per batch claims the inbox rows and inserts the effect rows of
+// the new ones, committed on its own.
+func (be *benchEnv) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
+	q := be.driver.Tables().Expand(`WITH m AS (
+	SELECT * FROM unnest($1::text[]) AS m(message_id)),
+ins AS (
+	INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+	SELECT 'bench', m.message_id, 'bench', '', '', $2, now(), now() FROM m
+	ON CONFLICT (scope, message_id) DO NOTHING RETURNING message_id)
+INSERT INTO effects SELECT 'bench', message_id FROM ins`)
+	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
+	hash := benchHash()
+	return be.measure(ctx, "ceiling", "postgres", dup, be.o.conns, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 1))
+		for ctx.Err() == nil {
+			batch := be.batchIDs(ids, rng)
+			t0 := time.Now()
+			// Each statement runs to its end past the deadline, so that
+			// what committed is counted.
+			if _, err := be.pool.Exec(context.WithoutCancel(ctx), q, batch, hash); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), len(batch))
+			n.Add(int64(len(batch)))
+		}
+		return nil
+	})
+}
+
+// batchIDs returns one batch of ids without repeats inside the batch.
+func (be *benchEnv) batchIDs(ids *idSource, rng *rand.Rand) []string {
+	batch := make([]string, 0, be.o.batch)
+	seen := make(map[string]bool, be.o.batch)
+	for len(batch) < be.o.batch {
+		id, _ := ids.id(rng)
+		if !seen[id] {
+			seen[id] = true
+			batch = append(batch, id)
+		}
+	}
+	return batch
+}
+
+// seed is the seed's algorithm as written: one transaction per message,
+// duplicates detected by catching the unique violation.
+func (be *benchEnv) seed(ctx context.Context, dup float64, workers int) (*benchResult, error) {
+	ins := be.driver.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+VALUES ('bench', $1, 'bench', '', '', $2, now(), now())`)
+	ids := newIDSource(dup, workers*4)
+	hash := benchHash()
+	return be.measure(ctx, "seed", "postgres", dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 2))
+		for ctx.Err() == nil {
+			id, _ := ids.id(rng)
+			t0 := time.Now()
+			if err := seedOne(context.WithoutCancel(ctx), be.pool, ins, id, hash); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), 1)
+			n.Add(1)
+		}
+		return nil
+	})
+}
+
+func seedOne(ctx context.Context, pool *pgxpool.Pool, ins, id string, hash []byte) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if _, err := tx.Exec(ctx, ins, id, hash); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			return nil // a duplicate: roll back, ack
+		}
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ('bench', $1)", id); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func benchEffectsHandler(ctx context.Context, tx pgx.Tx, ids []string) error {
+	_, err := tx.Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+	return err
+}
+
+func tempSQLite(path string) (string, func(), error) {
+	if path == "" {
+		return "", nil, errors.New("no --sqlite file")
+	}
+	if _, err := os.Stat(path); err == nil {
+		return "", nil, fmt.Errorf("--sqlite %s exists: give a new file, it is removed afterwards", path)
+	}
+	return path, func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(filepath.Clean(path + suffix))
+		}
+	}, nil
+}
