@@ -175,7 +175,9 @@ type idSource struct {
 	behind int64
 }
 
-func newIDSource(dup float64, behind int) *idSource { return &idSource{dup: dup, behind: int64(behind)} }
+func newIDSource(dup float64, behind int) *idSource {
+	return &idSource{dup: dup, behind: int64(behind)}
+}
 
 func (s *idSource) id(rng *rand.Rand) (string, bool) {
 	if s.dup > 0 && rng.Float64() < s.dup {
