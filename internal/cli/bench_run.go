@@ -52,6 +52,7 @@ func runBenchScenarios(ctx context.Context, env *Env, o benchOptions) (*benchRep
 		{"seed", "seed", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 1) }},
 		{"seed16", "seed", 16, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 16) }},
 		{"txinbox", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxPG(ctx, d) }},
+		{"light", "light-load", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
 		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
 		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
 			if benchKafkaE2E == nil {
@@ -104,6 +105,10 @@ func (rep *benchReport) record(key string, r *benchResult) {
 		set(&rep.TxinboxMsgsPerS)
 	case "e2e-kafka":
 		set(&rep.E2EKafkaMsgsPerS)
+	case "light":
+		if rep.LightLoadP99ms == 0 {
+			rep.LightLoadP99ms = r.P99ms
+		}
 	}
 	if rep.CeilingMsgsPerS > 0 {
 		rep.TxinboxVsCeiling = rep.TxinboxMsgsPerS / rep.CeilingMsgsPerS

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,4 +105,58 @@ func messageIDs(msgs []*txinbox.Message) []string {
 		ids[i] = m.ID
 	}
 	return ids
+}
+
+// lightLoad offers rate messages/s one at a time through Submit (the
+// linger batcher) and measures each message's latency from its scheduled
+// arrival to its commit: what the linger costs under light load.
+func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benchResult, error) {
+	p, err := txinbox.NewProcessor(be.driver, txinbox.Config[pgx.Tx]{
+		Scope:        "bench",
+		MaxBatchSize: be.o.batch,
+		Concurrency:  be.o.conns,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			return benchEffectsHandler(ctx, tx, messageIDs(msgs))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	ids := newIDSource(dup, rate/10+10)
+	r, err := be.measure(ctx, "light-load", "postgres", dup, 1, func(ctx context.Context, _ int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(4, 4))
+		interval := time.Second / time.Duration(rate)
+		start := time.Now()
+		errs := make(chan error, 1)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i := 0; ctx.Err() == nil; i++ {
+			due := start.Add(time.Duration(i) * interval)
+			time.Sleep(time.Until(due)) // pacing the offered load, not waiting for a condition
+			id, _ := ids.id(rng)
+			wg.Go(func() {
+				if _, err := p.Submit(context.WithoutCancel(ctx), &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+				lat.add(time.Since(due), 1)
+				n.Add(1)
+			})
+			select {
+			case err := <-errs:
+				return err
+			default:
+			}
+		}
+		return nil
+	})
+	if r != nil {
+		r.Name = fmt.Sprintf("light-load %d/s", rate)
+	}
+	return r, err
 }
