@@ -40,8 +40,18 @@ type inboxDB struct {
 	close func()
 }
 
+// isPostgresURL reports whether u names a PostgreSQL database: a
+// postgres:// URL or a keyword/value DSN ("host=... dbname=...").
 func isPostgresURL(u string) bool {
-	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return true
+	}
+	for _, kw := range []string{"host=", "dbname=", "user=", "port="} {
+		if strings.HasPrefix(u, kw) || strings.Contains(u, " "+kw) {
+			return true
+		}
+	}
+	return false
 }
 
 // openDB opens the inbox database that f names: a PostgreSQL URL, or else a
