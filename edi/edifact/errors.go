@@ -2,8 +2,8 @@ package edifact
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/txinbox/txinbox/edi/internal/segerr"
 )
 
 // SyntaxError reports an interchange envelope that cannot be read or that
@@ -25,31 +25,7 @@ type SyntaxError struct {
 // Error returns a message such as
 // "edifact: UNZ element 0036 at byte 1234: control count 3 does not match 2 messages".
 func (e *SyntaxError) Error() string {
-	var b strings.Builder
-	b.WriteString("edifact: ")
-	if e.Segment != "" {
-		b.WriteString(tagString(e.Segment))
-		if e.Element != "" {
-			b.WriteString(" element ")
-			b.WriteString(e.Element)
-		}
-		b.WriteString(" at")
-	} else {
-		b.WriteString("at")
-	}
-	fmt.Fprintf(&b, " byte %d: %s", e.Offset, e.Msg)
-	return b.String()
-}
-
-// tagString prints a clean tag as is and anything else quoted.
-func tagString(tag string) string {
-	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return strconv.Quote(tag)
-		}
-	}
-	return tag
+	return segerr.Format("edifact", e.Segment, e.Element, e.Offset, e.Msg)
 }
 
 func errorf(seg, elem string, off int64, format string, args ...any) *SyntaxError {

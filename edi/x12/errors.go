@@ -2,8 +2,8 @@ package x12
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/txinbox/txinbox/edi/internal/segerr"
 )
 
 // SyntaxError reports an interchange envelope that cannot be read or that
@@ -25,31 +25,7 @@ type SyntaxError struct {
 // Error returns a message such as
 // "x12: IEA element IEA02 at byte 280: interchange control number "2" does not match "1" in the ISA at byte 0".
 func (e *SyntaxError) Error() string {
-	var b strings.Builder
-	b.WriteString("x12: ")
-	if e.Segment != "" {
-		b.WriteString(tagString(e.Segment))
-		if e.Element != "" {
-			b.WriteString(" element ")
-			b.WriteString(e.Element)
-		}
-		b.WriteString(" at")
-	} else {
-		b.WriteString("at")
-	}
-	fmt.Fprintf(&b, " byte %d: %s", e.Offset, e.Msg)
-	return b.String()
-}
-
-// tagString prints a clean tag as is and anything else quoted.
-func tagString(tag string) string {
-	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return strconv.Quote(tag)
-		}
-	}
-	return tag
+	return segerr.Format("x12", e.Segment, e.Element, e.Offset, e.Msg)
 }
 
 func errorf(seg, elem string, off int64, format string, args ...any) *SyntaxError {

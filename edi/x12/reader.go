@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/txinbox/txinbox/edi/internal/scan"
+	"github.com/txinbox/txinbox/edi/internal/segerr"
 )
 
 // Reader reads interchanges one after the other from a stream.
@@ -167,7 +168,7 @@ func (w *walk) step(seg segment) (done bool, err error) {
 	if w.inGroup {
 		where = "a transaction set (ST…SE)"
 	}
-	return false, errorf(seg.tagName(), "", seg.offset, "segment %s is outside %s", tagString(seg.tagName()), where)
+	return false, errorf(seg.tagName(), "", seg.offset, "segment %s is outside %s", segerr.TagString(seg.tagName()), where)
 }
 
 func (w *walk) startGroup(seg segment) error {
