@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli"
@@ -113,4 +114,37 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+func TestPurgeCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "inbox.db")
+	d, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
+		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
+	old := time.Now().Add(-45 * 24 * time.Hour)
+	if _, err := p.Process(ctx, []*txinbox.Message{{ID: "a", ReceivedAt: old}, {ID: "b", ReceivedAt: old}, {ID: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	out, errs, code := run(t, "purge", "--db", db, "--dry-run", "--json")
+	var res map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["inbox"] != 2.0 {
+		t.Fatalf("purge --dry-run: %d %q %q", code, out, errs)
+	}
+	if out, _, code := run(t, "purge", "--db", db, "--older-than", "30d"); code != 0 || !strings.HasPrefix(out, "purged 2 inbox rows") {
+		t.Errorf("purge: %d %q", code, out)
+	}
+	if out, _, _ := run(t, "status", "--db", db, "--json"); !strings.Contains(out, `"inbox":1`) {
+		t.Errorf("after purge: %s", out)
+	}
+	if _, errs, code := run(t, "purge", "--db", db, "--older-than", "-3d"); code != cli.ExitUsage || !strings.Contains(errs, "--older-than") {
+		t.Errorf("bad --older-than: %d %q", code, errs)
+	}
 }

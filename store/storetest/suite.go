@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/store"
@@ -148,6 +149,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"CanceledContextCommitsNothing", testCanceled[TTx]},
 		{"MigrateTwice", testMigrateTwice[TTx]},
 		{"CheckpointStopsBeforeRetry", testCheckpoint[TTx]},
+		{"PurgeExpiredInBoundedBatches", testPurge[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 	}
 	for _, tc := range tests {
@@ -578,4 +580,61 @@ func testCheckpoint[TTx any](f *fixture[TTx]) {
 	if _, err := p.ProcessCheckpoint(f.ctx, msgs, txinbox.Checkpoint{}); err == nil {
 		f.t.Error("ProcessCheckpoint with no positions succeeded")
 	}
+}
+
+func testPurge[TTx any](f *fixture[TTx]) {
+	pu, ok := f.d.(store.Purger)
+	if !ok {
+		f.t.Skip(f.h.Name + " has no purger")
+	}
+	now := time.Now()
+	p := f.processor(txinbox.Config[TTx]{}, func(m *txinbox.Message) error {
+		if m.ID == "old-failing" {
+			return errBoom
+		}
+		return nil
+	})
+	var msgs []*txinbox.Message
+	for i := range 5 {
+		m := msg(fmt.Sprint("old-", i), "x")
+		m.ReceivedAt = now.Add(-40 * 24 * time.Hour)
+		msgs = append(msgs, m)
+	}
+	msgs = append(msgs, msg("new-1", "x"), msg("new-2", "x"))
+	f.process(p, msgs...)
+	before := now.Add(-30 * 24 * time.Hour)
+	dry, err := pu.PurgeBatch(f.ctx, store.PurgeRequest{Before: before, DryRun: true})
+	if err != nil || dry.Inbox != 5 {
+		f.t.Fatalf("dry run = %+v, %v; want 5 inbox rows", dry, err)
+	}
+	if s := f.stats(); s.Inbox != 7 {
+		f.t.Fatalf("dry run deleted rows: %+v", s)
+	}
+	var deleted int64
+	for round := 0; ; round++ {
+		res, err := pu.PurgeBatch(f.ctx, store.PurgeRequest{Before: before, Limit: 2})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if res.Inbox > 2 {
+			f.t.Fatalf("batch of limit 2 deleted %d inbox rows", res.Inbox)
+		}
+		deleted += res.Inbox
+		if res.Inbox == 0 || round > 10 {
+			break
+		}
+	}
+	if s := f.stats(); deleted != 5 || s.Inbox != 2 {
+		f.t.Errorf("deleted %d, inbox now %+v; want 5 deleted, the 2 new rows kept", deleted, s)
+	}
+	// Past retention a redelivery is new again: the retention contract.
+	wantOutcomes(f.t, f.process(p, msg("old-0", "x"), msg("new-1", "x")), txinbox.Processed, txinbox.Duplicate)
+	if _, err := pu.PurgeBatch(f.ctx, store.PurgeRequest{Before: before}); err == nil {
+		f.t.Error("PurgeBatch without a limit succeeded")
+	}
+	release, ok, err := pu.PurgeLock(f.ctx)
+	if err != nil || !ok {
+		f.t.Fatalf("PurgeLock = %v, %v", ok, err)
+	}
+	release()
 }
