@@ -17,16 +17,54 @@ type Admin interface {
 	ListDrift(ctx context.Context, f ListFilter) ([]DriftRecord, error)
 	// ListDeadLetters returns dead letters, newest first.
 	ListDeadLetters(ctx context.Context, f ListFilter) ([]DeadLetterRecord, error)
-	// ForgetDeadLetter removes a dead letter and its attempt count so that a
-	// redelivery of the message is processed again. It reports whether a
-	// dead letter was found.
-	ForgetDeadLetter(ctx context.Context, id int64) (bool, error)
+	// Inspect returns everything stored about one key.
+	Inspect(ctx context.Context, key Key) (Inspection, error)
+	// Forget re-admits a key on an operator's decision: it deletes the
+	// key's inbox row, attempt count and dead letter, so that the next
+	// delivery is processed again, and records who did it and why in the
+	// audit table. It reports whether anything was stored for the key.
+	Forget(ctx context.Context, key Key, a AuditEntry) (bool, error)
+	// GetDeadLetter returns one dead letter by id; ok is false if none.
+	GetDeadLetter(ctx context.Context, id int64) (rec DeadLetterRecord, ok bool, err error)
+	// DropDeadLetter marks a dead letter handled: it leaves the default
+	// listing, and redeliveries of its message stay refused. Audited.
+	DropDeadLetter(ctx context.Context, id int64, a AuditEntry) (bool, error)
+}
+
+// AuditEntry says who took an operator action and why.
+type AuditEntry struct {
+	Actor  string
+	Reason string
+}
+
+// Inspection is everything stored about one key.
+type Inspection struct {
+	Key
+	Inbox      *InboxRecord      // nil: not processed
+	Attempts   *AttemptsRecord   // nil: no failed attempt counted
+	DeadLetter *DeadLetterRecord // nil: not dead-lettered
+	Drift      []DriftRecord     // newest first
+}
+
+// InboxRecord is a stored inbox row.
+type InboxRecord struct {
+	Source, SourcePosition, PartitionKey string
+	PayloadHash                          []byte
+	ReceivedAt, ProcessedAt              time.Time
+}
+
+// AttemptsRecord is a stored attempt count.
+type AttemptsRecord struct {
+	Attempts                    int
+	LastError                   string
+	FirstFailedAt, LastFailedAt time.Time
 }
 
 // ListFilter narrows an Admin listing.
 type ListFilter struct {
-	Scope string // empty: all scopes
-	Limit int    // 0: 100
+	Scope   string // empty: all scopes
+	Limit   int    // 0: 100
+	Dropped bool   // ListDeadLetters: include dropped dead letters
 }
 
 // Stats counts the rows of the inbox tables.
@@ -48,4 +86,5 @@ type DriftRecord struct {
 type DeadLetterRecord struct {
 	ID int64
 	DeadLetterRow
+	DroppedAt time.Time // zero unless dropped
 }

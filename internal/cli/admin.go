@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -15,8 +14,10 @@ import (
 
 func init() {
 	register("status", "count the inbox, attempts, dead-letter and drift rows", runStatus)
-	register("drift", "list drift records: ids seen again with another payload", runDrift)
-	register("deadletters", "list dead letters, or --forget ID so a redelivery is processed again", runDeadLetters)
+	register("drift", "drift list: ids seen again with another payload", runDrift)
+	register("dlq", "dead letters: dlq list|show ID|replay ID|drop ID", runDLQ)
+	register("inspect", "show everything stored about one message id", runInspect)
+	register("forget", "re-admit one message id (audited) so its next delivery is processed again", runForget)
 }
 
 type adminFlags struct {
@@ -87,6 +88,9 @@ func timeOrNil(t time.Time) any {
 }
 
 func runDrift(ctx context.Context, env *Env, args []string) int {
+	if len(args) > 0 && args[0] == "list" {
+		args = args[1:]
+	}
 	f, db, _, code := parseAdmin(ctx, env, "drift", args, nil)
 	if code != ExitOK {
 		return code
@@ -116,54 +120,3 @@ func runDrift(ctx context.Context, env *Env, args []string) int {
 	return ExitOK
 }
 
-func runDeadLetters(ctx context.Context, env *Env, args []string) int {
-	var forget string
-	f, db, _, code := parseAdmin(ctx, env, "deadletters", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&forget, "forget", "", "delete dead letter `ID` and its attempt count, so the next delivery is processed again")
-	})
-	if code != ExitOK {
-		return code
-	}
-	defer db.close()
-	if forget != "" {
-		id, err := strconv.ParseInt(forget, 10, 64)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "txinbox deadletters: --forget %q: not a dead letter id\n", forget)
-			return ExitUsage
-		}
-		ok, err := db.admin.ForgetDeadLetter(ctx, id)
-		switch {
-		case err != nil:
-			fmt.Fprintf(env.Stderr, "txinbox deadletters: %s: %v\n", db.where, err)
-			return ExitFailure
-		case !ok:
-			fmt.Fprintf(env.Stderr, "txinbox deadletters: no dead letter with id %d\n", id)
-			return ExitUsage
-		}
-		fmt.Fprintf(env.Stdout, "dead letter %d forgotten: the next delivery of its message will be processed\n", id)
-		return ExitOK
-	}
-	rows, err := db.admin.ListDeadLetters(ctx, store.ListFilter{Scope: f.scope, Limit: f.limit})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox deadletters: %s: %v\n", db.where, err)
-		return ExitFailure
-	}
-	enc := json.NewEncoder(env.Stdout)
-	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	if !f.json {
-		fmt.Fprintln(w, "ID\tAT\tSCOPE\tMESSAGE ID\tATTEMPTS\tREASON\tLAST ERROR")
-	}
-	for _, r := range rows {
-		if f.json {
-			enc.Encode(map[string]any{"id": r.ID, "dead_lettered_at": r.DeadLetteredAt.UTC(), "scope": r.Scope, //nolint:errcheck // stdout
-				"message_id": r.MessageID, "source": r.Source, "source_position": r.SourcePosition, "partition_key": r.PartitionKey,
-				"attempts": r.Attempts, "reason": r.Reason, "last_error": r.LastError, "headers": json.RawMessage(r.HeadersJSON),
-				"payload": string(r.Payload), "received_at": r.ReceivedAt.UTC()})
-			continue
-		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.DeadLetteredAt.UTC().Format(time.RFC3339), r.Scope,
-			r.MessageID, r.Attempts, r.Reason, r.LastError)
-	}
-	w.Flush()
-	return ExitOK
-}

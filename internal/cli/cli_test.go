@@ -70,24 +70,50 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["inbox"] != 1.0 || st["drift"] != 1.0 || st["dead_letters"] != 1.0 {
 		t.Errorf("status: %d %q", code, out)
 	}
-	out, _, code = run(t, "drift", "--db", db)
+	out, _, code = run(t, "drift", "list", "--db", db)
 	if code != 0 || !strings.Contains(out, "STORED SHA-256") || strings.Count(out, "\n") != 2 {
 		t.Errorf("drift: %d %q", code, out)
 	}
-	out, _, code = run(t, "deadletters", "--db", db, "--json")
+	out, _, code = run(t, "dlq", "list", "--db", db, "--json")
 	var dl map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &dl) != nil || dl["message_id"] != "poison" || dl["reason"] != "permanent error" {
-		t.Fatalf("deadletters: %d %q", code, out)
+		t.Fatalf("dlq list: %d %q", code, out)
 	}
 	id := string(must(json.Marshal(dl["id"])))
-	if out, errs, code := run(t, "deadletters", "--db", db, "--forget", id); code != 0 || !strings.Contains(out, "forgotten") {
+	if out, _, code := run(t, "dlq", "show", "--db", db, id); code != 0 || !strings.Contains(out, `"last_error"`) {
+		t.Errorf("dlq show: %d %q", code, out)
+	}
+	if _, errs, code := run(t, "dlq", "replay", "--db", db, id); code != cli.ExitUsage || !strings.Contains(errs, "--reason is required") {
+		t.Errorf("replay without reason: %d %q", code, errs)
+	}
+	if out, errs, code := run(t, "dlq", "replay", "--db", db, "--reason", "partner fixed", id); code != 0 || !strings.Contains(out, "replayable") {
+		t.Errorf("replay: %d %q %q", code, out, errs)
+	}
+	if _, errs, code := run(t, "dlq", "show", "--db", db, id); code != cli.ExitUsage || !strings.Contains(errs, "no dead letter") {
+		t.Errorf("show after replay: %d %q", code, errs)
+	}
+	if _, errs, code := run(t, "dlq", "show", "--db", db, "x1"); code != cli.ExitUsage || !strings.Contains(errs, "not a dead letter ID") {
+		t.Errorf("show x1: %d %q", code, errs)
+	}
+	if _, errs, code := run(t, "dlq", "purr", "--db", db); code != cli.ExitUsage || !strings.Contains(errs, "unknown subcommand") {
+		t.Errorf("dlq purr: %d %q", code, errs)
+	}
+	out, _, code = run(t, "inspect", "--db", db, "--scope", "s", "a")
+	var in map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &in) != nil || in["state"] != "processed" || len(in["drift"].([]any)) != 1 {
+		t.Errorf("inspect a: %d %q", code, out)
+	}
+	if _, _, code := run(t, "inspect", "--db", db, "--scope", "s", "never"); code != cli.ExitFailure {
+		t.Errorf("inspect of an unknown id exited %d, want 1", code)
+	}
+	if out, errs, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", "resend INV-1", "a"); code != 0 || !strings.Contains(out, "forgot") {
 		t.Errorf("forget: %d %q %q", code, out, errs)
 	}
-	if _, errs, code := run(t, "deadletters", "--db", db, "--forget", id); code != cli.ExitUsage || !strings.Contains(errs, "no dead letter") {
-		t.Errorf("forget twice: %d %q", code, errs)
+	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", "again", "a"); code != cli.ExitFailure {
+		t.Errorf("forget twice exited %d, want 1", code)
 	}
-	if _, errs, code := run(t, "deadletters", "--db", db, "--forget", "x1"); code != cli.ExitUsage || !strings.Contains(errs, "not a dead letter id") {
-		t.Errorf("forget x1: %d %q", code, errs)
+	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "a"); code != cli.ExitUsage {
+		t.Errorf("forget without a reason exited %d, want 2", code)
 	}
 }
 

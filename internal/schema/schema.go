@@ -39,6 +39,7 @@ type Tables struct {
 	DeadLetters string
 	Drift       string
 	Checkpoints string
+	Audit       string
 	Migrations  string
 }
 
@@ -54,16 +55,16 @@ func NewTables(schema, prefix string) Tables {
 	}
 	return Tables{
 		Prefix: prefix, Inbox: q("inbox"), Attempts: q("attempts"), DeadLetters: q("dead_letters"),
-		Drift: q("drift"), Checkpoints: q("checkpoints"), Migrations: q("schema_migrations"),
+		Drift: q("drift"), Checkpoints: q("checkpoints"), Audit: q("audit"), Migrations: q("schema_migrations"),
 	}
 }
 
 // Expand replaces the {inbox}, {attempts}, {dead_letters}, {drift},
-// {checkpoints}, {migrations} and {prefix} placeholders of a SQL template.
+// {checkpoints}, {audit}, {migrations} and {prefix} placeholders of a SQL template.
 func (t Tables) Expand(sql string) string {
 	return strings.NewReplacer(
 		"{inbox}", t.Inbox, "{attempts}", t.Attempts, "{dead_letters}", t.DeadLetters,
-		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
+		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{audit}", t.Audit, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
 	).Replace(sql)
 }
 

@@ -87,40 +87,35 @@ func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.Dri
 
 // ListDeadLetters returns dead letters, newest first.
 func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
-	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
-		payload, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at
-		FROM {dead_letters} WHERE ($1 = '' OR scope = $1) ORDER BY id DESC LIMIT $2`), f.Scope, limit(f))
+	return d.queryDeadLetters(ctx, d.pool, `($1 = '' OR scope = $1) AND ($3 OR dropped_at IS NULL) ORDER BY id DESC LIMIT $2`,
+		f.Scope, limit(f), f.Dropped)
+}
+
+// queryDeadLetters selects dead letters WHERE where.
+func (d *Driver) queryDeadLetters(ctx context.Context, q querier, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	rows, _ := q.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
+		payload, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
+		FROM {dead_letters} WHERE `+where), args...)
 	var out []store.DeadLetterRecord
 	var r store.DeadLetterRecord
 	var headers string
+	var dropped *time.Time
 	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey,
-		&r.Payload, &r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &r.ReceivedAt, &r.DeadLetteredAt}, func() error {
+		&r.Payload, &r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &r.ReceivedAt, &r.DeadLetteredAt, &dropped}, func() error {
 		r.HeadersJSON = []byte(headers)
+		if dropped != nil {
+			r.DroppedAt = *dropped
+		}
 		out = append(out, r)
-		r = store.DeadLetterRecord{}
+		r, dropped = store.DeadLetterRecord{}, nil
 		return nil
 	})
 	return out, err
 }
 
-// ForgetDeadLetter deletes a dead letter and its attempt count, so that the
-// next delivery of the message is processed again.
-func (d *Driver) ForgetDeadLetter(ctx context.Context, id int64) (bool, error) {
-	found := false
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var scope, msgID string
-		err := tx.QueryRow(ctx, d.t.Expand(`DELETE FROM {dead_letters} WHERE id = $1 RETURNING scope, message_id`), id).Scan(&scope, &msgID)
-		if err == pgx.ErrNoRows {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		_, err = tx.Exec(ctx, d.t.Expand(`DELETE FROM {attempts} WHERE scope = $1 AND message_id = $2`), scope, msgID)
-		return err
-	})
-	return found, err
+// querier is what pools and transactions share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 func limit(f store.ListFilter) int {

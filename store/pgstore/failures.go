@@ -59,13 +59,6 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 	return res, nil
 }
 
-// DeadLetter stores messages that cannot be processed at all.
-func (d *Driver) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		return insertDeadLetters(ctx, tx, &d.q, rows)
-	})
-}
-
 func insertDeadLetters(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DeadLetterRow) error {
 	if len(rows) == 0 {
 		return nil

@@ -63,11 +63,6 @@ RETURNING attempts`)
 	return res, nil
 }
 
-// DeadLetter stores messages that cannot be processed at all.
-func (d *Driver) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
-	return d.withTx(ctx, func(tx *sql.Tx) error { return insertDeadLetters(ctx, tx, d.t, rows) })
-}
-
 func insertDeadLetters(ctx context.Context, tx *sql.Tx, t schema.Tables, rows []store.DeadLetterRow) error {
 	stmt := t.Expand(`INSERT INTO {dead_letters} (scope, message_id, source, source_position, partition_key, payload,
     payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at)
@@ -135,8 +130,12 @@ func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
 
 // ListDrift returns drift records, newest first.
 func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
+	return d.listDrift(ctx, `(? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`, f.Scope, f.Scope, limit(f))
+}
+
+func (d *Driver) listDrift(ctx context.Context, where string, args ...any) ([]store.DriftRecord, error) {
 	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
-		FROM {drift} WHERE (? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`), f.Scope, f.Scope, limit(f))
+		FROM {drift} WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +157,14 @@ func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.Dri
 
 // ListDeadLetters returns dead letters, newest first.
 func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
+	return d.queryDeadLetters(ctx, `(? = '' OR scope = ?) AND (? OR dropped_at IS NULL) ORDER BY id DESC LIMIT ?`,
+		f.Scope, f.Scope, f.Dropped, limit(f))
+}
+
+func (d *Driver) queryDeadLetters(ctx context.Context, where string, args ...any) ([]store.DeadLetterRecord, error) {
 	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
-		payload, payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at
-		FROM {dead_letters} WHERE (? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`), f.Scope, f.Scope, limit(f))
+		payload, payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
+		FROM {dead_letters} WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -169,15 +173,13 @@ func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]sto
 	for rows.Next() {
 		var r store.DeadLetterRecord
 		var headers, recv, dlAt string
+		var dropped sql.NullString
 		if err := rows.Scan(&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey, &r.Payload,
-			&r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &recv, &dlAt); err != nil {
+			&r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &recv, &dlAt, &dropped); err != nil {
 			return nil, err
 		}
 		r.HeadersJSON = []byte(headers)
-		if r.ReceivedAt, err = parseTime(recv); err != nil {
-			return nil, err
-		}
-		if r.DeadLetteredAt, err = parseTime(dlAt); err != nil {
+		if err := parseTimes(map[*time.Time]string{&r.ReceivedAt: recv, &r.DeadLetteredAt: dlAt, &r.DroppedAt: dropped.String}); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -185,24 +187,19 @@ func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]sto
 	return out, rows.Err()
 }
 
-// ForgetDeadLetter deletes a dead letter and its attempt count, so that the
-// next delivery of the message is processed again.
-func (d *Driver) ForgetDeadLetter(ctx context.Context, id int64) (bool, error) {
-	found := false
-	err := d.withTx(ctx, func(tx *sql.Tx) error {
-		var scope, msgID string
-		err := tx.QueryRowContext(ctx, d.t.Expand(`DELETE FROM {dead_letters} WHERE id = ? RETURNING scope, message_id`), id).Scan(&scope, &msgID)
-		if err == sql.ErrNoRows {
-			return nil
+// parseTimes parses each non-empty text into its time.
+func parseTimes(m map[*time.Time]string) error {
+	for dst, s := range m {
+		if s == "" {
+			continue
 		}
+		t, err := parseTime(s)
 		if err != nil {
 			return err
 		}
-		found = true
-		_, err = tx.ExecContext(ctx, d.t.Expand(`DELETE FROM {attempts} WHERE scope = ? AND message_id = ?`), scope, msgID)
-		return err
-	})
-	return found, err
+		*dst = t
+	}
+	return nil
 }
 
 func limit(f store.ListFilter) int {

@@ -150,6 +150,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"MigrateTwice", testMigrateTwice[TTx]},
 		{"CheckpointStopsBeforeRetry", testCheckpoint[TTx]},
 		{"PurgeExpiredInBoundedBatches", testPurge[TTx]},
+		{"InspectForgetDrop", testInspectForgetDrop[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 	}
 	for _, tc := range tests {
@@ -247,8 +248,8 @@ func testPoison[TTx any](f *fixture[TTx]) {
 	wantOutcomes(f.t, f.process(p, msg("poison", "P")), txinbox.DeadLettered)
 	f.wantEffects(map[string]int{scope + "/ok-1": 1, scope + "/ok-2": 1, scope + "/ok-3": 1})
 	// An operator forgets the dead letter: the next delivery runs again.
-	if ok, err := f.d.(store.Admin).ForgetDeadLetter(f.ctx, dl.ID); !ok || err != nil {
-		f.t.Fatalf("ForgetDeadLetter = %v, %v", ok, err)
+	if ok, err := f.d.(store.Admin).Forget(f.ctx, dl.Key, store.AuditEntry{Actor: "test", Reason: "partner fixed"}); !ok || err != nil {
+		f.t.Fatalf("Forget = %v, %v", ok, err)
 	}
 	res := f.process(p, msg("poison", "P"))
 	wantOutcomes(f.t, res, txinbox.Retry)
@@ -637,4 +638,59 @@ func testPurge[TTx any](f *fixture[TTx]) {
 		f.t.Fatalf("PurgeLock = %v, %v", ok, err)
 	}
 	release()
+}
+
+func testInspectForgetDrop[TTx any](f *fixture[TTx]) {
+	a := f.d.(store.Admin)
+	p := f.processor(txinbox.Config[TTx]{}, func(m *txinbox.Message) error {
+		if m.ID == "dead" {
+			return txinbox.Permanent(errBoom)
+		}
+		return nil
+	})
+	f.process(p, msg("inv-1", "A"), msg("dead", "D"))
+	f.process(p, msg("inv-1", "B")) // drift
+	in, err := a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "inv-1"})
+	if err != nil || in.Inbox == nil || !bytes.Equal(in.Inbox.PayloadHash, hashOf("A")) || len(in.Drift) != 1 ||
+		in.DeadLetter != nil || in.Attempts != nil || in.Inbox.ReceivedAt.IsZero() {
+		f.t.Fatalf("Inspect(inv-1) = %+v, %v", in, err)
+	}
+	in, err = a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "dead"})
+	if err != nil || in.Inbox != nil || in.DeadLetter == nil || in.Attempts == nil || in.Attempts.Attempts != 1 {
+		f.t.Fatalf("Inspect(dead) = %+v, %v", in, err)
+	}
+	if in, err := a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "never"}); err != nil || in.Inbox != nil || in.DeadLetter != nil {
+		f.t.Fatalf("Inspect(never) = %+v, %v", in, err)
+	}
+	// Forget re-admits: the next delivery runs again.
+	who := store.AuditEntry{Actor: "ops", Reason: "partner lost INV-1, resend"}
+	if ok, err := a.Forget(f.ctx, store.Key{Scope: scope, MessageID: "inv-1"}, who); !ok || err != nil {
+		f.t.Fatalf("Forget = %v, %v", ok, err)
+	}
+	if ok, err := a.Forget(f.ctx, store.Key{Scope: scope, MessageID: "inv-1"}, who); ok || err != nil {
+		f.t.Errorf("Forget of a forgotten key = %v, %v", ok, err)
+	}
+	wantOutcomes(f.t, f.process(p, msg("inv-1", "A")), txinbox.Processed)
+	f.wantEffects(map[string]int{scope + "/inv-1": 2})
+	// Drop keeps the message dead but hides it.
+	id := in.DeadLetter.ID
+	if ok, err := a.DropDeadLetter(f.ctx, id, who); !ok || err != nil {
+		f.t.Fatalf("DropDeadLetter = %v, %v", ok, err)
+	}
+	if ok, _ := a.DropDeadLetter(f.ctx, id, who); ok {
+		f.t.Error("dropped twice")
+	}
+	if dls, _ := a.ListDeadLetters(f.ctx, store.ListFilter{}); len(dls) != 0 {
+		f.t.Errorf("dropped dead letter still listed: %+v", dls)
+	}
+	if dls, _ := a.ListDeadLetters(f.ctx, store.ListFilter{Dropped: true}); len(dls) != 1 || dls[0].DroppedAt.IsZero() {
+		f.t.Errorf("ListDeadLetters(Dropped) = %+v", dls)
+	}
+	if dl, ok, err := a.GetDeadLetter(f.ctx, id); !ok || err != nil || dl.MessageID != "dead" || dl.DroppedAt.IsZero() {
+		f.t.Errorf("GetDeadLetter = %+v, %v, %v", dl, ok, err)
+	}
+	if _, ok, err := a.GetDeadLetter(f.ctx, id+1000); ok || err != nil {
+		f.t.Errorf("GetDeadLetter(missing) = %v, %v", ok, err)
+	}
+	wantOutcomes(f.t, f.process(p, msg("dead", "D")), txinbox.DeadLettered)
 }
