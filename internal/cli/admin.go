@@ -119,4 +119,3 @@ func runDrift(ctx context.Context, env *Env, args []string) int {
 	w.Flush()
 	return ExitOK
 }
-
