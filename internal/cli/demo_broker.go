@@ -30,6 +30,8 @@ type demoBroker struct {
 	window   int // deliveries in flight at most
 	sum      *demoSummary
 	crashes  int
+	db       *inboxDB
+	run      string
 }
 
 // demoMaxWindow caps the deliveries in flight. Small runs with many crashes
@@ -53,7 +55,7 @@ func runDemoScenario(ctx context.Context, env *Env, o demoOptions) (*demoSummary
 	rng := rand.New(rand.NewPCG(o.seed, o.seed>>1|1))
 	run := strconv.FormatUint(o.seed%1_000_000_007, 36)
 	ids, payloads, stream := demoPlan(o, run, rng)
-	b := &demoBroker{o: o, env: env, rng: rng, ids: ids, payloads: payloads, pending: stream,
+	b := &demoBroker{o: o, env: env, rng: rng, ids: ids, payloads: payloads, pending: stream, db: db, run: run,
 		inflight: map[int64]int{}, sum: &demoSummary{Source: o.source, DB: db.kind, Where: db.where, Run: run,
 			Published: len(stream), Unique: len(ids), Resent: len(stream) - len(ids), CrashPoints: map[string]int{}}}
 	b.window = min(demoMaxWindow, max(1, len(stream)/(2*o.crashes+1)))
@@ -94,9 +96,9 @@ func createDemoTables(ctx context.Context, db *inboxDB) error {
 }
 
 // nextCrash picks where the next consumer dies, or "" when no crash is left.
-func (b *demoBroker) nextCrash() (point string, after int) {
+func (b *demoBroker) nextCrash(ctx context.Context) (point string, after int, err error) {
 	if b.crashes >= b.o.crashes {
-		return "", 0
+		return "", 0, nil
 	}
 	points := []string{crashAfterEffect, crashAfterCommit, crashRandom}
 	point = points[b.crashes%3]
@@ -109,16 +111,28 @@ func (b *demoBroker) nextCrash() (point string, after int) {
 	// finish the work left, so every planned crash happens.
 	left := len(b.pending) + len(b.inflight)
 	if point == crashAfterEffect {
-		left = b.o.messages - b.sum.Processed // new messages: the handler runs only for those
+		// The handler runs only for new messages: count how many are not
+		// committed yet, so that the consumer surely reaches the point.
+		committed, err := b.committed(ctx)
+		if err != nil {
+			return "", 0, err
+		}
+		left = b.o.messages - committed
+		if left < 1 {
+			point, left = crashRandom, len(b.pending)+len(b.inflight)
+		}
 	}
 	per := max(1, left/(b.o.crashes-b.crashes+1))
-	return point, 1 + b.rng.IntN(per)
+	return point, 1 + b.rng.IntN(per), nil
 }
 
 // runConsumer starts one consumer process, feeds it until it exits (killed,
 // or done once everything is acked), and puts its unacked deliveries back.
 func (b *demoBroker) runConsumer(ctx context.Context) error {
-	point, after := b.nextCrash()
+	point, after, err := b.nextCrash(ctx)
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -300,6 +314,14 @@ func (b *demoBroker) progressDone() {
 	if b.env.IsTerminal && !b.o.json {
 		fmt.Fprint(b.env.Stderr, "\r\033[K")
 	}
+}
+
+// committed counts the events whose effect is committed.
+func (b *demoBroker) committed(ctx context.Context) (int, error) {
+	var n int
+	err := b.db.query(ctx, `SELECT count(DISTINCT message_id) FROM partner_invoices WHERE run_id = $1`, []any{b.run},
+		[]any{&n}, func() error { return nil })
+	return n, err
 }
 
 // verify counts the effects independently of the consumers' reports.
