@@ -71,13 +71,10 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 // Tables returns the qualified, quoted table names, for operators' SQL.
 func (d *Driver) Tables() schema.Tables { return d.t }
 
-// Begin starts a batch transaction (READ COMMITTED, the default).
+// Begin returns a batch transaction (READ COMMITTED, the default). It
+// begins with its first statement: with the claim, in one round trip.
 func (d *Driver) Begin(ctx context.Context) (store.Tx[pgx.Tx], error) {
-	tx, err := d.pool.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &pgTx{tx: tx, q: &d.q}, nil
+	return &pgTx{pool: d.pool, q: &d.q}, nil
 }
 
 // IsTransient reports deadlocks, serialization failures, claim races and

@@ -6,16 +6,36 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
 )
 
+// pgTx begins lazily: when its first statement is the claim, the BEGIN
+// travels in the same round trip (pgx.Batch.BeginTx), so a batch costs
+// one round trip less.
 type pgTx struct {
-	tx pgx.Tx
-	q  *queries
+	pool *pgxpool.Pool
+	tx   pgx.Tx // nil until begun
+	q    *queries
 }
 
+// Tx returns the open transaction; the processor calls it only after the
+// claim began it.
 func (t *pgTx) Tx() pgx.Tx { return t.tx }
+
+// begin starts the transaction if no statement did yet.
+func (t *pgTx) begin(ctx context.Context) error {
+	if t.tx != nil {
+		return nil
+	}
+	tx, err := t.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	t.tx = tx
+	return nil
+}
 
 func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
 	n := len(rows)
@@ -36,15 +56,35 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	return res, t.lookup(ctx, res, scopes, ids)
 }
 
-// claimed runs the claim statement and marks the inserted rows ClaimNew.
+// claimed runs the claim statement, beginning the transaction in the same
+// round trip if it is the first statement, and marks the inserted rows
+// ClaimNew.
 func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store.ClaimResult, args ...any) (int, error) {
-	rs, err := t.tx.Query(ctx, t.q.claim, args...)
-	if err != nil {
-		return 0, err
+	inserted := 0
+	scan := func(rs pgx.Rows) error {
+		var err error
+		inserted, err = t.markInserted(rs, index, res)
+		return err
 	}
+	if t.tx != nil {
+		rs, err := t.tx.Query(ctx, t.q.claim, args...)
+		if err != nil {
+			return 0, err
+		}
+		return inserted, scan(rs)
+	}
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(t.q.claim, args...).Query(scan)
+	br := t.pool.SendBatch(ctx, b)
+	t.tx = br.Tx() // rolled back (or closed) by the caller on error
+	return inserted, br.Close()
+}
+
+func (t *pgTx) markInserted(rs pgx.Rows, index map[store.Key]int, res []store.ClaimResult) (int, error) {
 	var k store.Key
 	inserted := 0
-	_, err = pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
+	_, err := pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
 		i, ok := index[k]
 		if !ok {
 			return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
@@ -82,6 +122,9 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids 
 }
 
 func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
+	if err := t.begin(ctx); err != nil {
+		return err
+	}
 	n := len(rows)
 	scopes, ids, sources, positions := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	stored, received, at := make([][]byte, n), make([][]byte, n), make([]time.Time, n)
@@ -94,6 +137,9 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 }
 
 func (t *pgTx) Savepoint(ctx context.Context) error {
+	if err := t.begin(ctx); err != nil {
+		return err
+	}
 	_, err := t.tx.Exec(ctx, "SAVEPOINT txinbox_message")
 	return err
 }
@@ -108,14 +154,33 @@ func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
 	return err
 }
 
-func (t *pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
-func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+// Commit commits; a transaction that never began has nothing to commit.
+func (t *pgTx) Commit(ctx context.Context) error {
+	if t.tx == nil {
+		return nil
+	}
+	return t.tx.Commit(ctx)
+}
+
+// Rollback rolls back; a transaction that never began has nothing to undo.
+func (t *pgTx) Rollback(ctx context.Context) error {
+	if t.tx == nil {
+		return nil
+	}
+	return t.tx.Rollback(ctx)
+}
 
 func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
+	if err := t.begin(ctx); err != nil {
+		return err
+	}
 	return insertDeadLetters(ctx, t.tx, t.q, rows)
 }
 
 func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
+	if err := t.begin(ctx); err != nil {
+		return err
+	}
 	_, err := t.tx.Exec(ctx, t.q.checkpoint, cp.Scope, cp.Source, cp.Partition, cp.Position)
 	return err
 }
