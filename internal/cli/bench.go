@@ -23,6 +23,7 @@ type benchOptions struct {
 	duration  time.Duration
 	batch     int
 	conns     int
+	rounds    int
 	dups      []float64
 	json      bool
 	scenarios map[string]bool
@@ -41,6 +42,7 @@ type benchResult struct {
 	P99ms      float64 `json:"p99_ms"`
 	Effects    int64   `json:"effects"`
 	Error      string  `json:"error,omitempty"`
+	lat        *latencies
 }
 
 // benchReport is what --json prints.
@@ -66,7 +68,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	var dups, only string
 	fs.StringVar(&o.db, "db", env.Getenv("TXINBOX_DB"), "PostgreSQL URL to measure on (a schema of its own is created and dropped)")
 	fs.StringVar(&o.sqlite, "sqlite", "", "also measure txinbox on this SQLite file (created, then removed)")
-	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each scenario runs")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each scenario runs in all")
+	fs.IntVar(&o.rounds, "rounds", 5, "the scenarios take turns in this many slices of --duration each, so load changes weigh on all alike")
 	fs.IntVar(&o.batch, "batch", 100, "messages per transaction")
 	fs.IntVar(&o.conns, "conns", 4, "connections for the ceiling and txinbox scenarios")
 	fs.StringVar(&dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
@@ -110,8 +113,8 @@ func (o *benchOptions) parse(dups, only string) error {
 	if !isPostgresURL(o.db) {
 		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
 	}
-	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 {
-		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns at least 1")
+	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 {
+		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns and --rounds at least 1")
 	}
 	for _, d := range strings.Split(dups, ",") {
 		var f float64

@@ -61,24 +61,35 @@ func runBenchScenarios(ctx context.Context, env *Env, o benchOptions) (*benchRep
 			return benchKafkaE2E(ctx, o, be.pool, d)
 		}},
 	}
+	// The scenarios take turns in short slices (Options.rounds of them), so
+	// that a machine whose load changes during the run weighs on all of
+	// them alike: the ratios are what the run is for.
 	for _, dup := range o.dups {
-		for _, s := range scenarios {
-			if !o.scenarios[s.key] || (s.key == "sqlite" && o.sqlite == "") {
-				continue
-			}
-			be.progress("%s (%.0f%% duplicates, %d workers)...", s.name, 100*dup, s.workers)
-			if err := be.truncate(ctx); err != nil {
-				return nil, err
-			}
-			r, err := s.run(ctx, dup)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
+		merged := make([]*benchResult, len(scenarios))
+		for round := range o.rounds {
+			for i, s := range scenarios {
+				if !o.scenarios[s.key] || (s.key == "sqlite" && o.sqlite == "") || (merged[i] != nil && merged[i].Error != "") {
+					continue
 				}
-				r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+				be.progress("%s (%.0f%% duplicates, %d workers), round %d/%d...", s.name, 100*dup, s.workers, round+1, o.rounds)
+				if err := be.truncate(ctx); err != nil {
+					return nil, err
+				}
+				r, err := s.run(ctx, dup)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+				}
+				merged[i] = merged[i].merge(r)
 			}
-			rep.Results = append(rep.Results, r)
-			rep.record(s.key, r)
+		}
+		for i, r := range merged {
+			if r != nil {
+				rep.Results = append(rep.Results, r)
+				rep.record(scenarios[i].key, r)
+			}
 		}
 	}
 	be.progress("")
@@ -193,6 +204,20 @@ func (s *idSource) id(rng *rand.Rand) (string, bool) {
 	return fmt.Sprint("m-", s.next.Add(1)), false
 }
 
+// merge adds the slice r to the scenario's result so far (nil at first).
+func (acc *benchResult) merge(r *benchResult) *benchResult {
+	if acc == nil || r.Error != "" {
+		return r
+	}
+	acc.Messages += r.Messages
+	acc.Seconds += r.Seconds
+	acc.Effects += r.Effects
+	acc.MsgsPerSec = float64(acc.Messages) / acc.Seconds
+	acc.lat.samples = append(acc.lat.samples, r.lat.samples...)
+	acc.P50ms, acc.P99ms = acc.lat.percentile(0.50), acc.lat.percentile(0.99)
+	return acc
+}
+
 // latencies collects per-message latency samples, weighted by count.
 type latencies struct {
 	mu      sync.Mutex
@@ -229,7 +254,7 @@ func (l *latencies) percentile(p float64) float64 {
 // turns what they counted into a result.
 func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup float64, workers int,
 	work func(ctx context.Context, w int, lat *latencies, msgs *atomic.Int64) error) (*benchResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, be.o.duration)
+	ctx, cancel := context.WithTimeout(ctx, be.o.duration/time.Duration(be.o.rounds))
 	defer cancel()
 	var lat latencies
 	var msgs atomic.Int64
@@ -251,7 +276,7 @@ func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup flo
 		return nil, err
 	}
 	r := &benchResult{Name: name, Store: storeName, Duplicates: dup, Workers: workers, Messages: msgs.Load(),
-		Seconds: elapsed, MsgsPerSec: float64(msgs.Load()) / elapsed, P50ms: lat.percentile(0.50), P99ms: lat.percentile(0.99)}
+		Seconds: elapsed, MsgsPerSec: float64(msgs.Load()) / elapsed, P50ms: lat.percentile(0.50), P99ms: lat.percentile(0.99), lat: &lat}
 	if storeName == "postgres" {
 		// Every scenario must be exactly once: one effect per inbox row.
 		var inbox int64

@@ -66,7 +66,7 @@ func runDLQ(ctx context.Context, env *Env, args []string) int {
 		} else if err == nil {
 			fmt.Fprintf(env.Stdout, "dead letter %d was already dropped\n", id)
 		}
-	} else if ok, err = db.admin.Forget(ctx, rec.Key, a); err == nil {
+	} else if _, err = db.admin.Forget(ctx, rec.Key, a); err == nil {
 		fmt.Fprintf(env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
 			"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", id, rec.MessageID, rec.Scope, id)
 	}

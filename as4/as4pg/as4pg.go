@@ -1,0 +1,115 @@
+// Package as4pg stores received AS4 messages in PostgreSQL, in the inbox
+// transaction of store/pgstore (pgx.Tx).
+//
+//	st, _ := as4pg.New(pool, as4pg.Options{})
+//	_ = st.Migrate(ctx)
+//	h, _ := as4.New(driver, as4.Config[pgx.Tx]{Store: st})
+package as4pg
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/internal/as4sql"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options configures a Store. Use the same values as for the inbox's
+// pgstore.Options, so the AS4 tables sit next to the inbox tables.
+type Options struct {
+	// Schema holds the tables; Migrate creates it if missing. Defaults to
+	// none: the connection's search_path.
+	Schema string
+	// TablePrefix is prepended to the table names (as4_messages,
+	// as4_payloads). Defaults to "txinbox_".
+	TablePrefix string
+}
+
+// Store is an as4.Store[pgx.Tx].
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	t      as4sql.Tables
+}
+
+var _ as4.Store[pgx.Tx] = (*Store)(nil)
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("as4pg: New: pool is nil")
+	}
+	if opts.TablePrefix == "" {
+		opts.TablePrefix = "txinbox_"
+	}
+	t, err := as4sql.NewTables("as4pg", opts.Schema, opts.TablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, schema: opts.Schema, t: t}, nil
+}
+
+// Migrate creates the tables if they do not exist. The migrations are
+// idempotent; an advisory lock makes concurrent starts take turns.
+func (s *Store) Migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('txinbox.as4.migrate.' || $1, 0))`, s.t.Messages); err != nil {
+			return err
+		}
+		if s.schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+s.schema+`"`); err != nil {
+				return err
+			}
+		}
+		for _, n := range names {
+			b, err := migrationFS.ReadFile(n)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, s.t.Expand(string(b))); err != nil {
+				return fmt.Errorf("as4pg: %s: %w", n, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Save stores m in tx, replacing rows of an earlier message with the same
+// key (left behind when only the inbox row was purged).
+func (s *Store) Save(ctx context.Context, tx pgx.Tx, m *as4.Received) error {
+	b := &pgx.Batch{}
+	b.Queue(s.t.Expand(`DELETE FROM {messages} WHERE scope = $1 AND message_key = $2`), m.Scope, m.Key)
+	b.Queue(s.t.Expand(`INSERT INTO {messages} (`+as4sql.MessageColumns+`) VALUES (`+as4sql.Placeholders(20)+`)`),
+		as4sql.MessageArgs(m, m.ReceivedAt)...)
+	for i := range m.Parts {
+		b.Queue(s.t.Expand(`INSERT INTO {payloads} (`+as4sql.PayloadColumns+`) VALUES (`+as4sql.Placeholders(11)+`)`),
+			as4sql.PayloadArgs(m, i)...)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// Receipt returns the receipt stored with the message (scope, key).
+func (s *Store) Receipt(ctx context.Context, scope, key string) (as4.StoredReceipt, error) {
+	var r as4.StoredReceipt
+	err := s.pool.QueryRow(ctx, s.t.Expand(`SELECT receipt_message_id, receipt_content_type, receipt
+		FROM {messages} WHERE scope = $1 AND message_key = $2`), scope, key).Scan(&r.MessageID, &r.ContentType, &r.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, as4.ErrNotFound
+	}
+	return r, err
+}

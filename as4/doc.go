@@ -1,0 +1,43 @@
+// Package as4 is an AS4 (OASIS ebMS 3.0) receiving endpoint on the
+// Transactional Inbox: each user message is stored, and its business effect
+// runs, exactly once however often the partner sends it, and every copy
+// gets the same receipt.
+//
+// Handler is an http.Handler. For each POSTed user message (SOAP 1.1 or
+// 1.2, bare or multipart/related with cid: payloads) it submits one inbox
+// message keyed by edi.AS4Key (the MessageId scoped by the sender's
+// PartyId) whose payload hash covers the eb:UserMessage header and every
+// payload, and in the inbox transaction stores the message, its payloads
+// and the receipt it is about to send (Store), then runs Config.Deliver.
+// After the commit it answers:
+//
+//   - a new message: an ebMS Receipt signal (200);
+//   - a duplicate: the original receipt, byte for byte (200);
+//   - the same MessageId with other content (drift): EBMS:0003 (400),
+//     recorded in the inbox's drift table;
+//   - a failed attempt (database error, Deliver error): EBMS:0004 (503,
+//     Retry-After) and no receipt; nothing is registered, so the partner's
+//     retry is processed;
+//   - a dead-lettered message: EBMS:0004 (500).
+//
+// Malformed messages get the ebMS error that fits, with a SOAP Fault;
+// receipts and errors posted to the endpoint are acknowledged with an empty
+// 200; a PullRequest gets the EBMS:0006 warning. WS-Security is not
+// verified: a wsse:Security header marked mustUnderstand is refused unless
+// Config.AcceptUnverifiedSecurity is set. docs/as4.md has the full table.
+//
+//	driver, _ := pgstore.New(pool, pgstore.Options{})
+//	st, _ := as4pg.New(pool, as4pg.Options{})
+//	_ = driver.Migrate(ctx)
+//	_ = st.Migrate(ctx)
+//	h, _ := as4.New(driver, as4.Config[pgx.Tx]{Store: st, Deliver: func(ctx context.Context, tx pgx.Tx, m *as4.Received) error {
+//		_, err := tx.Exec(ctx, "INSERT INTO documents (message_id, body) VALUES ($1, $2)", m.UserMessage.MessageID, m.Parts[0].Data)
+//		return err
+//	}})
+//	defer h.Close()
+//	http.Handle("/as4", h)
+//
+// Concurrent posts are grouped into batches by the processor's Submit: one
+// transaction commits many messages under load, and the database sees at
+// most Inbox.Concurrency transactions whatever the number of connections.
+package as4

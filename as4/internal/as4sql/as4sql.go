@@ -1,0 +1,100 @@
+// Package as4sql holds what the SQL stores of the AS4 endpoint share: the
+// table names, the migration template expansion and the row values.
+package as4sql
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/internal/schema"
+)
+
+// Tables holds the quoted, qualified names of the AS4 tables.
+type Tables struct {
+	Prefix   string // unquoted, for index names
+	Messages string
+	Payloads string
+}
+
+// NewTables validates schema (may be empty) and prefix and names the
+// tables; store names the package in errors.
+func NewTables(store, schemaName, prefix string) (Tables, error) {
+	if err := schema.ValidateIdent(store+": Options.Schema", schemaName, true); err != nil {
+		return Tables{}, err
+	}
+	if err := schema.ValidateIdent(store+": Options.TablePrefix", prefix, false); err != nil {
+		return Tables{}, err
+	}
+	q := func(name string) string {
+		n := `"` + prefix + name + `"`
+		if schemaName != "" {
+			n = `"` + schemaName + `".` + n
+		}
+		return n
+	}
+	return Tables{Prefix: prefix, Messages: q("as4_messages"), Payloads: q("as4_payloads")}, nil
+}
+
+// Expand replaces {messages}, {payloads} and {prefix} in a SQL template.
+func (t Tables) Expand(sql string) string {
+	return strings.NewReplacer("{messages}", t.Messages, "{payloads}", t.Payloads, "{prefix}", t.Prefix).Replace(sql)
+}
+
+// MessageColumns are the columns of a messages row, in MessageArgs order.
+const MessageColumns = `scope, message_key, message_id, ref_to_message_id, sent_at, from_party, from_party_type,
+	to_party, to_party_type, service, service_type, action, conversation_id, soap_version, user_message,
+	fingerprint, receipt_message_id, receipt_content_type, receipt, received_at`
+
+// PayloadColumns are the columns of a payloads row, in PayloadArgs order.
+const PayloadColumns = `scope, message_key, part_index, href, content_id, content_type, mime_type,
+	compression_type, properties, sha256, data`
+
+// Placeholders returns "$1, $2, ..., $n".
+func Placeholders(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i))
+	}
+	return b.String()
+}
+
+// MessageArgs returns the values of m's messages row; receivedAt is the
+// store's form of m.ReceivedAt.
+func MessageArgs(m *as4.Received, receivedAt any) []any {
+	u := &m.UserMessage
+	from, to := first(u.From.IDs), first(u.To.IDs)
+	return []any{
+		m.Scope, m.Key, u.MessageID, u.RefToMessageID, u.Timestamp, from.ID, from.Type,
+		to.ID, to.Type, u.Service.Value, u.Service.Type, u.Action, u.ConversationID, m.SOAPVersion, u.CanonicalXML(),
+		m.Fingerprint, m.Receipt.MessageID, m.Receipt.ContentType, m.Receipt.Body, receivedAt,
+	}
+}
+
+// PayloadArgs returns the values of the payloads row of m.Parts[i]; the
+// properties are a JSON array of {"name", "type", "value"}.
+func PayloadArgs(m *as4.Received, i int) []any {
+	p := &m.Parts[i]
+	props := p.Info.Properties
+	if props == nil {
+		props = []as4.Property{}
+	}
+	pj, _ := json.Marshal(props) // strings always marshal
+	sum := p.SHA256()
+	return []any{
+		m.Scope, m.Key, i, p.Info.Href, p.ContentID, p.ContentType, p.Info.Property("MimeType"),
+		p.Info.Property("CompressionType"), string(pj), sum[:], p.Data,
+	}
+}
+
+func first(ids []ebms.PartyID) ebms.PartyID {
+	if len(ids) == 0 {
+		return ebms.PartyID{}
+	}
+	return ids[0]
+}

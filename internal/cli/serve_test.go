@@ -1,0 +1,239 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/internal/testdb"
+)
+
+// lineWriter is a command's stdout that hands each line to a channel.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err != nil {
+			w.buf.WriteString(line) // an unfinished line waits for its end
+			return len(p), nil
+		}
+		select {
+		case w.lines <- strings.TrimSpace(line):
+		default: // nobody waits for more lines
+		}
+	}
+}
+
+// syncBuffer is a command's stderr, read after the command returned.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServe runs serve in-process and returns the AS4 URL, a stop
+// function that cancels its context and returns its exit status, and its
+// stderr.
+func startServe(t *testing.T, args ...string) (string, func() int, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{lines: make(chan string, 16)}
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- cli.Main(ctx, env, append([]string{"serve", "--as4-listen", "127.0.0.1:0"}, args...)) }()
+	stop := func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(60 * time.Second):
+			t.Fatal("serve did not return within 60s of the cancel")
+			return -1
+		}
+	}
+	for {
+		select {
+		case line := <-out.lines:
+			if url, ok := strings.CutPrefix(line, "as4 endpoint listening on "); ok {
+				return url, stop, errs
+			}
+		case code := <-done:
+			t.Fatalf("serve exited %d before listening: %s", code, errs)
+		case <-time.After(60 * time.Second):
+			cancel()
+			t.Fatalf("serve did not listen within 60s: %s", errs)
+		}
+	}
+}
+
+const serveTestMessage = `<S12:Envelope xmlns:S12="http://www.w3.org/2003/05/soap-envelope" xmlns:eb="http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/"><S12:Header><eb:Messaging S12:mustUnderstand="true"><eb:UserMessage><eb:MessageInfo><eb:Timestamp>2026-11-30T10:00:00Z</eb:Timestamp><eb:MessageId>serve-1@test</eb:MessageId></eb:MessageInfo><eb:PartyInfo><eb:From><eb:PartyId>a</eb:PartyId><eb:Role>initiator</eb:Role></eb:From><eb:To><eb:PartyId>b</eb:PartyId><eb:Role>responder</eb:Role></eb:To></eb:PartyInfo><eb:CollaborationInfo><eb:Service>s</eb:Service><eb:Action>act</eb:Action><eb:ConversationId>c</eb:ConversationId></eb:CollaborationInfo><eb:PayloadInfo><eb:PartInfo/></eb:PayloadInfo></eb:UserMessage></eb:Messaging></S12:Header><S12:Body><invoice>42</invoice></S12:Body></S12:Envelope>`
+
+// postReceipt posts the test message and checks that the answer is a
+// receipt for it.
+func postReceipt(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Post(url, "application/soap+xml; charset=UTF-8", strings.NewReader(serveTestMessage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ebms.Parse(bytes.NewReader(body), resp.Header.Get("Content-Type"))
+	var sig *ebms.SignalError
+	if resp.StatusCode != http.StatusOK || !errors.As(err, &sig) || sig.Signal != "Receipt" || sig.RefToMessageID != "serve-1@test" {
+		t.Fatalf("status %d, %v; want a receipt:\n%s", resp.StatusCode, err, body)
+	}
+	return body
+}
+
+func testServe(t *testing.T, args ...string) {
+	url, stop, errs := startServe(t, args...)
+	first := postReceipt(t, url)
+	if again := postReceipt(t, url); !bytes.Equal(first, again) {
+		t.Errorf("the duplicate did not get the original receipt")
+	}
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("serve exited %d after the cancel, want 0: %s", code, errs)
+	}
+}
+
+func TestServeAS4OnSQLite(t *testing.T) {
+	t.Parallel()
+	testServe(t, "--db", filepath.Join(t.TempDir(), "inbox.db"))
+}
+
+func TestServeAS4OnPostgres(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Require(t)
+	testServe(t, "--db", testdb.URL(), "--schema", testdb.NewSchema(t, pool))
+}
+
+// TestServeDropsSlowClients: a client that never finishes its headers is
+// disconnected after --read-header-timeout, and the endpoint keeps serving.
+func TestServeDropsSlowClients(t *testing.T) {
+	t.Parallel()
+	url, stop, errs := startServe(t, "--db", filepath.Join(t.TempDir(), "inbox.db"), "--read-header-timeout", "300ms")
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/as4")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST /as4 HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err = io.ReadAll(bufio.NewReader(conn))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept a client that never sent its headers")
+	}
+	postReceipt(t, url)
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("serve exited %d, want 0: %s", code, errs)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	t.Parallel()
+	_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if code != cli.ExitUsage || !strings.Contains(errs, "--as4-listen is required") {
+		t.Errorf("no --as4-listen: code %d, %q", code, errs)
+	}
+	_, errs, code = run(t, "serve", "--as4-listen", "127.0.0.1:0")
+	if code != cli.ExitUsage || !strings.Contains(errs, "--db is required") {
+		t.Errorf("no --db: code %d, %q", code, errs)
+	}
+}
+
+// TestServeFinishesRequestsInFlight: a request whose body is not sent yet
+// when serve is told to stop is still answered with its receipt, and serve
+// exits 0.
+func TestServeFinishesRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	url, stop, errs := startServe(t, "--db", filepath.Join(t.TempDir(), "inbox.db"))
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/as4")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := "POST /as4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/soap+xml\r\n" +
+		"Expect: 100-continue\r\nContent-Length: " + strconv.Itoa(len(serveTestMessage)) + "\r\n\r\n"
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	// The server sends 100 Continue when the handler starts reading the
+	// body: from then on the request is in flight.
+	r := bufio.NewReader(conn)
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, " 100 ") {
+		t.Fatalf("no 100 Continue: %q %v", line, err)
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan int, 1)
+	go func() { stopped <- stop() }()
+	// The listener closing shows that the shutdown has begun.
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		select {
+		case code := <-stopped:
+			t.Fatalf("serve exited %d with a request in flight", code)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := conn.Write([]byte(serveTestMessage)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "eb:Receipt") {
+		t.Errorf("in-flight request: %d\n%s", resp.StatusCode, body)
+	}
+	if code := <-stopped; code != cli.ExitOK {
+		t.Errorf("serve exited %d, want 0: %s", code, errs)
+	}
+}
