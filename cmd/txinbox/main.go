@@ -13,6 +13,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal starts a graceful stop; a second one gets the
+	// default action and ends the process at once (nothing is acked that
+	// was not committed, so that is safe).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := cli.Main(ctx, cli.StdEnv(), os.Args[1:])
 	stop()
 	os.Exit(code)

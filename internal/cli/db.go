@@ -149,3 +149,11 @@ func sqlTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) err
 	_, err := tx.ExecContext(ctx, sqlText, args...)
 	return err
 }
+
+// ping checks that the database answers.
+func (db *inboxDB) ping(ctx context.Context) error {
+	if db.pg != nil {
+		return db.pg.Pool().Ping(ctx)
+	}
+	return db.lite.DB().PingContext(ctx)
+}

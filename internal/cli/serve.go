@@ -55,6 +55,9 @@ type serveOptions struct {
 	// ShutdownTimeout is how long a stop waits for requests in flight
 	// before it closes their connections and exits 1. Defaults to 30s.
 	ShutdownTimeout time.Duration
+	// ops: --http-listen, --log-format, --retention, --purge-interval,
+	// --no-purge.
+	ops serveOps
 }
 
 func (o serveOptions) withDefaults() serveOptions {
@@ -104,7 +107,11 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", 6*time.Minute, "time allowed from a request's headers to the end of its answer")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests in flight")
+	o.ops.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.ops.validate(); err != nil {
 		return o, err
 	}
 	o = o.withDefaults()
@@ -134,25 +141,32 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		if err == nil {
 			err = st.Migrate(ctx)
 		}
-		return serveAS4[pgx.Tx](ctx, env, o, db.pg, st, err)
+		return serveAS4[pgx.Tx](ctx, env, &o, db, db.pg, st, err)
 	}
 	st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
 	if err == nil {
 		err = st.Migrate(ctx)
 	}
-	return serveAS4[*sql.Tx](ctx, env, o, db.lite, st, err)
+	return serveAS4[*sql.Tx](ctx, env, &o, db, db.lite, st, err)
 }
 
 // serveAS4 runs the AS4 endpoint until ctx is done, then stops accepting,
 // lets the requests in flight finish and returns.
-func serveAS4[TTx any](ctx context.Context, env *Env, o serveOptions, driver store.Driver[TTx], st as4.Store[TTx], migrateErr error) int {
+func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx], st as4.Store[TTx], migrateErr error) int {
 	if migrateErr != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve: AS4 tables:", migrateErr)
 		return ExitFailure
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	logger := o.ops.logger(env.Stderr)
+	o.ops.setup()
+	stopOps, err := o.ops.start(ctx, env, logger, db)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitFailure
+	}
+	defer stopOps()
 	h, err := as4.New(driver, as4.Config[TTx]{
-		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger}, Logger: logger,
+		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: []txinbox.Hook{o.ops.metrics}}, Logger: logger,
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 	})
 	if err != nil {
@@ -173,6 +187,7 @@ func serveAS4[TTx any](ctx context.Context, env *Env, o serveOptions, driver sto
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(env.Stdout, "as4 endpoint listening on http://%s/as4\n", ln.Addr())
+	o.ops.ready.Store(true)
 	return runServer(ctx, env, srv, ln, o.ShutdownTimeout)
 }
 

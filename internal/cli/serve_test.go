@@ -237,3 +237,75 @@ func TestServeFinishesRequestsInFlight(t *testing.T) {
 		t.Errorf("serve exited %d, want 0: %s", code, errs)
 	}
 }
+
+// TestServeHealthReadyMetrics: --http-listen answers /healthz, /readyz and
+// /metrics, where a duplicate shows in txinbox_duplicates_total.
+func TestServeHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lineWriter{lines: make(chan string, 16)}
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", filepath.Join(t.TempDir(), "s.db"), "--as4-listen", "127.0.0.1:0",
+			"--http-listen", "127.0.0.1:0", "--log-format", "json", "--retention", "7d"})
+	}()
+	var as4URL, opsURL string
+	for as4URL == "" || opsURL == "" {
+		select {
+		case line := <-out.lines:
+			if u, ok := strings.CutPrefix(line, "as4 endpoint listening on "); ok {
+				as4URL = u
+			}
+			if rest, ok := strings.CutPrefix(line, "health and metrics on "); ok {
+				opsURL, _, _ = strings.Cut(rest, " ")
+			}
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("serve did not start: %s", errs)
+		}
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(opsURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, `"database":"ok"`) {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	postReceipt(t, as4URL)
+	postReceipt(t, as4URL)
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `txinbox_duplicates_total{scope="as4",source="as4"} 1`) ||
+		!strings.Contains(body, `txinbox_messages_total{outcome="processed",scope="as4",source="as4"} 1`) {
+		t.Errorf("/metrics = %d, missing the duplicate:\n%s", code, body)
+	}
+	if !strings.Contains(errs.String(), `"msg":"txinbox: purger started"`) {
+		t.Errorf("no JSON log of the purger start: %s", errs)
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Errorf("serve exited %d: %s", code, errs)
+	}
+}
+
+func TestServeOpsFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ flag, want string }{
+		{"--retention=0d", "--retention"}, {"--log-format=xml", "--log-format"}, {"--purge-interval=-1s", "--purge-interval"},
+	} {
+		_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "x.db"), "--as4-listen", "127.0.0.1:0", tc.flag)
+		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: code %d, %q", tc.flag, code, errs)
+		}
+	}
+}

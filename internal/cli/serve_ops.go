@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/txinbox/txinbox/internal/purger"
+	"github.com/txinbox/txinbox/metrics/prom"
+	"github.com/txinbox/txinbox/store"
+)
+
+// serveOps are the operational parts of serve: health, readiness and
+// metrics on --http-listen, logs, and the background purger.
+type serveOps struct {
+	HTTPListen    string
+	LogFormat     string
+	Retention     string
+	PurgeInterval time.Duration
+	NoPurge       bool
+
+	retention time.Duration
+	metrics   *prom.Metrics
+	registry  *prometheus.Registry
+	ready     *atomic.Bool // set in setup: the options struct is copied by value before
+}
+
+func (o *serveOps) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.HTTPListen, "http-listen", "", "address for /healthz, /readyz and /metrics (default: none)")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
+	fs.DurationVar(&o.PurgeInterval, "purge-interval", time.Minute, "pause between purge rounds")
+	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
+}
+
+func (o *serveOps) validate() error {
+	d, err := parseRetention(o.Retention)
+	if err != nil {
+		return fmt.Errorf("--retention: %w", err)
+	}
+	o.retention = d
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: use text or json", o.LogFormat)
+	}
+	if o.PurgeInterval <= 0 {
+		return fmt.Errorf("--purge-interval must be positive")
+	}
+	return nil
+}
+
+func (o *serveOps) logger(w io.Writer) *slog.Logger {
+	if o.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// setup creates the metrics that the processor's hooks feed.
+func (o *serveOps) setup() {
+	o.ready = new(atomic.Bool)
+	o.metrics = prom.New(prom.Options{})
+	o.registry = prometheus.NewRegistry()
+	o.registry.MustRegister(o.metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// start runs the ops HTTP server and the purger until ctx is done; the
+// returned function waits for both to stop.
+func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db *inboxDB) (func(), error) {
+	var stops []func()
+	if o.HTTPListen != "" {
+		ln, err := net.Listen("tcp", o.HTTPListen)
+		if err != nil {
+			return nil, fmt.Errorf("--http-listen: %w", err)
+		}
+		srv := &http.Server{Handler: o.mux(db), ReadHeaderTimeout: 10 * time.Second}
+		done := make(chan struct{})
+		go func() { defer close(done); srv.Serve(ln) }() //nolint:errcheck // ErrServerClosed at shutdown
+		fmt.Fprintf(env.Stdout, "health and metrics on http://%s (/healthz, /readyz, /metrics)\n", ln.Addr())
+		stops = append(stops, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx) //nolint:errcheck // best effort
+			<-done
+		})
+	}
+	if !o.NoPurge {
+		pg, err := purger.New(db.admin.(store.Purger), purger.Config{Retention: o.retention, Interval: o.PurgeInterval,
+			Logger: logger, OnBatch: o.metrics.OnPurgeBatch})
+		if err != nil {
+			return nil, err
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); pg.Run(pctx) }() //nolint:errcheck // ends with ctx
+		logger.Info("txinbox: purger started", "retention", o.retention.String(), "interval", o.PurgeInterval.String())
+		stops = append(stops, func() { cancel(); <-done })
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}, nil
+}
+
+func (o *serveOps) mux(db *inboxDB) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n")) //nolint:errcheck // the client went away
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		checks := map[string]string{"database": "ok", "endpoints": "ok"}
+		status := http.StatusOK
+		if err := db.ping(ctx); err != nil {
+			checks["database"], status = err.Error(), http.StatusServiceUnavailable
+		}
+		if !o.ready.Load() {
+			checks["endpoints"], status = "not listening", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(checks) //nolint:errcheck // the client went away
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}))
+	return mux
+}
