@@ -53,9 +53,13 @@ func (d *Driver) PurgeLock(ctx context.Context) (func(), bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	// The lock names the schema the tables are in (the search_path's when
+	// Options.Schema is empty), so inboxes in other schemas purge freely.
 	var ok bool
-	key := "txinbox.purge." + d.schema + "." + d.t.Prefix
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, key).Scan(&ok); err != nil {
+	var key int64
+	if err := conn.QueryRow(ctx, `SELECT k, pg_try_advisory_lock(k) FROM (SELECT hashtextextended(
+		'txinbox.purge.' || coalesce(nullif($1, ''), current_schema(), '') || '.' || $2, 0) AS k) s`,
+		d.schema, d.t.Prefix).Scan(&key, &ok); err != nil {
 		conn.Release()
 		return nil, false, err
 	}
@@ -65,7 +69,7 @@ func (d *Driver) PurgeLock(ctx context.Context) (func(), bool, error) {
 	}
 	return func() {
 		// A connection whose unlock failed is closed, which frees the lock.
-		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key); err != nil {
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
 			conn.Conn().Close(context.Background()) //nolint:errcheck // closing frees the lock
 		}
 		conn.Release()
