@@ -184,8 +184,9 @@ func (be *benchEnv) progress(format string, args ...any) {
 }
 
 // idSource hands out message ids; a share of them repeat an id handed out
-// at least one round of batches ago (a redelivery: usually committed, at
-// times still in flight in another batch, which then waits for it).
+// four rounds of batches ago or earlier: a redelivery of a message that
+// committed (a repeat of one still in flight would wait for its lock,
+// which measures lock waits, not the inbox).
 type idSource struct {
 	next   atomic.Int64
 	dup    float64
@@ -311,7 +312,7 @@ ins AS (
 	SELECT 'bench', m.message_id, 'bench', '', '', $2, now(), now() FROM m
 	ON CONFLICT (scope, message_id) DO NOTHING RETURNING message_id)
 INSERT INTO effects SELECT 'bench', message_id FROM ins`)
-	ids := newIDSource(dup, be.o.batch*be.o.conns)
+	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
 	hash := benchHash()
 	return be.measure(ctx, "ceiling", "postgres", dup, be.o.conns, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 1))
@@ -349,7 +350,7 @@ func (be *benchEnv) batchIDs(ids *idSource, rng *rand.Rand) []string {
 func (be *benchEnv) seed(ctx context.Context, dup float64, workers int) (*benchResult, error) {
 	ins := be.driver.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 VALUES ('bench', $1, 'bench', '', '', $2, now(), now())`)
-	ids := newIDSource(dup, workers)
+	ids := newIDSource(dup, workers*4)
 	hash := benchHash()
 	return be.measure(ctx, "seed", "postgres", dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 2))

@@ -77,7 +77,7 @@ func (be *benchEnv) txinboxSQLite(ctx context.Context, dup float64) (*benchResul
 
 func (be *benchEnv) feedProcessor(ctx context.Context, storeName string, dup float64, workers int,
 	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error)) (*benchResult, error) {
-	ids := newIDSource(dup, be.o.batch*workers)
+	ids := newIDSource(dup, be.o.batch*workers*4)
 	return be.measure(ctx, "txinbox", storeName, dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 3))
 		for ctx.Err() == nil {
