@@ -96,9 +96,17 @@ func (t *pgTx) markInserted(rs pgx.Rows, index map[store.Key]int, res []store.Cl
 	return inserted, err
 }
 
-// lookup fills in the rows the claim did not insert.
+// lookup fills in the rows the claim did not insert; only those are looked
+// up, each index probe costs as much as an insert's.
 func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids []string) error {
-	rs, err := t.tx.Query(ctx, t.q.lookup, scopes, ids)
+	var at []int // at[j] is the index in res of the j-th key looked up
+	var lscopes, lids []string
+	for i := range res {
+		if res[i].Status != store.ClaimNew {
+			at, lscopes, lids = append(at, i), append(lscopes, scopes[i]), append(lids, ids[i])
+		}
+	}
+	rs, err := t.tx.Query(ctx, t.q.lookup, lscopes, lids)
 	if err != nil {
 		return err
 	}
@@ -106,15 +114,14 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids 
 	var hash []byte
 	var dead bool
 	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
-		r := &res[ord-1]
-		switch {
-		case r.Status == store.ClaimNew:
+		i := at[ord-1]
+		switch r := &res[i]; {
 		case hash != nil:
 			r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
 		case dead:
 			r.Status = store.ClaimDeadLettered
 		default:
-			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, scopes[ord-1], ids[ord-1])
+			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, scopes[i], ids[i])
 		}
 		return nil
 	})
