@@ -1,0 +1,224 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/store"
+)
+
+// Consumer consumes topics as a member of a consumer group and processes
+// every record through a txinbox.Processor: exactly-once effects in the
+// database, offsets committed to Kafka only after their batch committed.
+// Several processes with the same Group share the partitions; the inbox
+// database is shared too.
+type Consumer[TTx any] struct {
+	cfg  Config[TTx]
+	proc *txinbox.Processor[TTx]
+	// offsetKeyed: the key is OffsetKey, so a record at or below the
+	// partition's watermark is known to be a duplicate without a lookup.
+	offsetKeyed bool
+
+	running atomic.Bool
+	// client is the client of Run, for the group callbacks.
+	client atomic.Pointer[kgo.Client]
+	// abandon is set when a rebalance waits for this member: partitions
+	// stop between transactions and rewind to what they did not finish.
+	abandon atomic.Bool
+
+	mu    sync.Mutex
+	parts map[topicPartition]*partitionState
+	// pending are offsets whose batches committed and whose offset
+	// commit has not succeeded yet.
+	pending map[topicPartition]kgo.EpochOffset
+	// cancelCommit cancels the offset commit after a poll, if one is in
+	// flight, when a rebalance waits for this member.
+	cancelCommit context.CancelFunc
+	// processing is true from a poll's return to its AllowRebalance.
+	processing bool
+
+	stats stats
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partitionState is what the consumer keeps per owned partition.
+type partitionState struct {
+	watermark int64       // last offset known committed in the database; -1: none
+	failures  int         // consecutive batch transactions that failed
+	resume    *time.Timer // ends a pause after a Retry or a failure
+}
+
+// New returns a Consumer that stores its inbox through driver. It does not
+// connect: Run does.
+func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
+	offsetKeyed := isOffsetKey(cfg.Key)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: Config.Inbox: %w", err)
+	}
+	return &Consumer[TTx]{cfg: cfg, proc: proc, offsetKeyed: offsetKeyed,
+		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{}}, nil
+}
+
+// isOffsetKey reports whether key is OffsetKey (nil defaults to it).
+func isOffsetKey(key KeyFunc) bool {
+	return key == nil || reflect.ValueOf(key).Pointer() == reflect.ValueOf(OffsetKey).Pointer()
+}
+
+// Processor returns the consumer's processor, e.g. to read the partitions'
+// watermarks with Checkpoints.
+func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+
+// Run joins the group and consumes until ctx is done, then commits what
+// committed, leaves the group and returns nil. It returns an error only
+// when the client cannot be created. Run may be called once.
+func (c *Consumer[TTx]) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("kafka: Consumer.Run called twice")
+	}
+	cl, err := kgo.NewClient(c.clientOptions()...)
+	if err != nil {
+		return fmt.Errorf("kafka: creating the client: %w", err)
+	}
+	c.client.Store(cl)
+	defer c.shutdown(cl)
+	for {
+		fetches := c.poll(ctx, cl)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			cl.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				c.cfg.Logger.WarnContext(ctx, "kafka: fetch error", "topic", topic, "partition", partition, "err", err)
+			}
+		})
+		c.setProcessing(true)
+		c.handlePoll(ctx, cl, fetches)
+		c.setProcessing(false)
+		cl.AllowRebalance()
+	}
+}
+
+// setProcessing marks the span between a poll and its AllowRebalance, in
+// which a rebalance can wait for this member. Leaving it clears abandon:
+// the client signals a waiting rebalance from a goroutine of its own, and a
+// late signal must not abandon the next poll's work.
+func (c *Consumer[TTx]) setProcessing(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.processing = on
+	c.abandon.Store(false)
+}
+
+// retryCommitEvery is how often offsets whose commit failed are tried again
+// while no records arrive.
+const retryCommitEvery = time.Second
+
+// poll polls records; while offset commits are pending it returns after
+// retryCommitEvery even without records, so that they are tried again.
+func (c *Consumer[TTx]) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
+	c.mu.Lock()
+	pending := len(c.pending) > 0
+	c.mu.Unlock()
+	if !pending {
+		return cl.PollRecords(ctx, c.cfg.MaxPollRecords)
+	}
+	pctx, cancel := context.WithTimeout(ctx, retryCommitEvery)
+	defer cancel()
+	return cl.PollRecords(pctx, c.cfg.MaxPollRecords)
+}
+
+func (c *Consumer[TTx]) clientOptions() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.cfg.Seeds...),
+		kgo.ConsumeTopics(c.cfg.Topics...),
+		kgo.ConsumerGroup(c.cfg.Group),
+		kgo.DisableAutoCommit(),
+		// Rebalances wait until the records of a poll are processed and
+		// their offsets committed (or abandoned): a revoked partition
+		// never has a batch in flight, and no commit lands on a partition
+		// this member no longer owns.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsCallbackBlocked(c.rebalanceWaits),
+		kgo.AdjustFetchOffsetsFn(c.adjustOffsets),
+		// Registering OnPartitionsAssigned also gates the assignment with
+		// the polls (see BlockRebalanceOnPoll).
+		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			c.cfg.Logger.DebugContext(ctx, "kafka: partitions assigned", "partitions", assigned)
+		}),
+		kgo.OnPartitionsRevoked(c.revoked),
+		kgo.OnPartitionsLost(c.forget),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// A paused partition resumes after the fetch in flight returns.
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}
+	return append(opts, c.cfg.ClientOptions...)
+}
+
+// shutdown ends the pauses and leaves the group. Every batch's offsets were
+// committed (or abandoned) before the poll that follows it.
+func (c *Consumer[TTx]) shutdown(cl *kgo.Client) {
+	c.mu.Lock()
+	for tp, st := range c.parts {
+		if st.resume != nil {
+			st.resume.Stop()
+		}
+		delete(c.parts, tp)
+	}
+	c.mu.Unlock()
+	cl.Close()
+}
+
+// handlePoll processes each partition's records of one poll as a batch,
+// partitions in parallel, then commits the offsets of what committed and
+// rewinds (and pauses) the partitions that stopped short.
+func (c *Consumer[TTx]) handlePoll(ctx context.Context, cl *kgo.Client, fetches kgo.Fetches) {
+	var batches []kgo.FetchTopicPartition
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) > 0 {
+			batches = append(batches, p)
+		}
+	})
+	outs := make([]partitionOutcome, len(batches))
+	sem := make(chan struct{}, c.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, p := range batches {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			outs[i] = c.processPartition(ctx, cl, p)
+		})
+	}
+	wg.Wait()
+	c.commit(ctx, cl, outs)
+	c.rewind(cl, outs)
+}
+
+// state returns the state of a partition, creating it.
+func (c *Consumer[TTx]) state(tp topicPartition) *partitionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.parts[tp]
+	if st == nil {
+		st = &partitionState{watermark: -1}
+		c.parts[tp] = st
+	}
+	return st
+}

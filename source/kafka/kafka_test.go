@@ -1,0 +1,311 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/kafka"
+)
+
+// TestCrashBetweenCommitAndOffsetCommit SIGKILLs a consumer process after
+// its batch committed in the database and before the offsets reached
+// Kafka. The next consumer resumes after the database watermark: every
+// record has exactly one effect and none is read twice.
+func TestCrashBetweenCommitAndOffsetCommit(t *testing.T) {
+	t.Parallel()
+	for _, offsetKey := range []bool{false, true} {
+		t.Run(map[bool]string{false: "header-key", true: "offset-key"}[offsetKey], func(t *testing.T) {
+			t.Parallel()
+			testCrashBetweenCommits(t, offsetKey)
+		})
+	}
+}
+
+func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
+	f := newFixture(t, newCluster(t), 3)
+	all := ids("crash", 600)
+	f.produce(all, 3)
+	ch := f.startChildSpec(childSpec{CrashAfterCommit: 250, OffsetKey: offsetKey})
+	ch.waitCrashPoint(t, 30*time.Second)
+	ch.kill()
+	f.checkWatermarkAhead(all, 3)
+	before := len(f.effects())
+
+	cfg := f.consumerConfig()
+	if offsetKey {
+		cfg.Key = kafka.OffsetKey
+	}
+	r := f.start(cfg)
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	if offsetKey {
+		f.checkExactlyOnce(f.offsetKeys(all, 3))
+	} else {
+		f.checkExactlyOnce(all)
+	}
+	st := r.c.Stats()
+	if st.Resumed == 0 || st.Duplicates != 0 || st.Processed != int64(len(all)-before) {
+		t.Errorf("after the crash: %+v, want resumed partitions, no duplicates and %d processed", st, len(all)-before)
+	}
+}
+
+// checkWatermarkAhead fails unless some partition's database watermark is
+// ahead of its committed offset: the crash hit between the two commits.
+func (f *fixture) checkWatermarkAhead(all []string, partitions int32) {
+	f.t.Helper()
+	wms, err := f.driver.Checkpoints(context.Background(), f.group, f.topic)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lag, err := f.lag()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ends := map[int32]int64{}
+	for _, id := range all {
+		ends[partitionOf(id, partitions)]++
+	}
+	for p, wm := range wms {
+		part, _ := strconv.Atoi(p)
+		if committed := ends[int32(part)] - lag[int32(part)]; committed < wm+1 {
+			return
+		}
+	}
+	f.t.Fatalf("no offset commit is behind the database watermark %v (lag %v): the crash came too late", wms, lag)
+}
+
+// TestTopicCreatedAgain deletes a consumed topic and creates it again: the
+// old watermarks lie past the new partitions' ends and are ignored, so the
+// new records are processed and their offsets committed.
+func TestTopicCreatedAgain(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	if c.fake == nil {
+		t.Skip("deleting a topic on a real cluster is asynchronous; kfake only")
+	}
+	f := newFixture(t, c, 2)
+	first := ids("old", 200)
+	f.produce(first, 2)
+	r := f.start(f.consumerConfig())
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	if err := c.fake.DeleteTopic(f.topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fake.CreateTopic(f.topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	second := ids("new", 40)
+	f.newProducer() // the old one knows the deleted topic's id
+	f.produce(second, 2)
+	r = f.start(f.consumerConfig())
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	f.checkExactlyOnce(append(first, second...))
+	if st := r.c.Stats(); st.Resumed != 0 || st.Processed != int64(len(second)) {
+		t.Errorf("stats %+v: want no resume and %d processed", st, len(second))
+	}
+}
+
+// TestThreeProcessesJoinLeaveKill runs consumer processes of one group that
+// join, leave and get SIGKILLed while records (a quarter of them re-sent at
+// new offsets) are produced, twice over.
+func TestThreeProcessesJoinLeaveKill(t *testing.T) {
+	t.Parallel()
+	const partitions = 6
+	f := newFixture(t, newCluster(t), partitions)
+	var unique []string
+	produced := 0
+	next := func() {
+		batch := ids(fmt.Sprint("grp", produced), 400)
+		produced++
+		resend := unique[:min(len(unique), 100)]
+		unique = append(unique, batch...)
+		f.produce(append(batch, resend...), partitions)
+		// Wait until the group is consuming the new records: the next
+		// step happens mid-stream.
+		want := len(unique) - 300
+		waitFor(t, 60*time.Second, "progress", func() (bool, string) {
+			n := len(f.effects())
+			return n >= want, fmt.Sprintf("%d effects, want %d", n, want)
+		})
+	}
+	for range 2 {
+		a, b := f.startChild(0), f.startChild(0)
+		next()
+		c := f.startChild(0)
+		next()
+		b.kill() // SIGKILL mid-stream
+		next()
+		a.stop(t) // leaves the group
+		next()
+		c.stop(t)
+	}
+	last := f.startChild(0)
+	f.waitCommitted(60 * time.Second)
+	last.stop(t)
+	f.checkExactlyOnce(unique)
+}
+
+// TestRetryKeepsPartitionOrder fails one record twice: its partition
+// pauses and rewinds, the later records of the partition wait for it, the
+// other partitions go on, and every effect lands once, in offset order.
+func TestRetryKeepsPartitionOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newCluster(t), 2)
+	all := ids("order", 300)
+	f.produce(all, 2)
+	victim := all[40]
+	var mu sync.Mutex
+	failures := 0
+	cfg := f.consumerConfig()
+	cfg.Inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		if m.ID == victim {
+			mu.Lock()
+			defer mu.Unlock()
+			if failures < 2 {
+				failures++
+				return errors.New("flaky partner system")
+			}
+		}
+		return insertEffect(ctx, tx, m)
+	}
+	r := f.start(cfg)
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	f.checkExactlyOnce(all)
+	if st := r.c.Stats(); st.Retries < 2 || st.Rewinds < 2 {
+		t.Errorf("stats %+v: want at least 2 retries and rewinds", st)
+	}
+	rows, _ := f.pool.Query(context.Background(), `SELECT part, off FROM effects ORDER BY seq`)
+	last := map[int]int64{}
+	var part int
+	var off int64
+	if _, err := pgx.ForEachRow(rows, []any{&part, &off}, func() error {
+		if prev, ok := last[part]; ok && off <= prev {
+			return fmt.Errorf("partition %d: offset %d committed after %d", part, off, prev)
+		}
+		last[part] = off
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDeadLetterTopic dead-letters a record that fails permanently and a
+// record without the key header: both are copied to the dead-letter topic
+// with the error in their headers, the other records are processed, and
+// every offset is committed.
+func TestDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newCluster(t), 1)
+	dlt := f.topic + "-dlt"
+	if _, err := f.adm.CreateTopic(context.Background(), 1, -1, nil, dlt); err != nil {
+		t.Fatal(err)
+	}
+	all := ids("dl", 50)
+	f.produce(all, 1)
+	noID := &kgo.Record{Topic: f.topic, Value: []byte("no id")}
+	if err := f.cl.ProduceSync(context.Background(), noID).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	poison := all[7]
+	cfg := f.consumerConfig()
+	cfg.DeadLetterTopic = dlt
+	cfg.Inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		if m.ID == poison {
+			return txinbox.Permanent(errors.New("unknown partner"))
+		}
+		return insertEffect(ctx, tx, m)
+	}
+	r := f.start(cfg)
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	f.checkExactlyOnce(append(all[:7:7], all[8:]...))
+
+	dls := f.recordHeaders(dlt, 2)
+	if h := dls[0]; h["message-id"] != poison || !strings.Contains(h["txinbox-error"], "unknown partner") ||
+		h["txinbox-topic"] != f.topic || h["txinbox-offset"] != "7" {
+		t.Errorf("dead letter of the poison record: headers %v", h)
+	}
+	if h := dls[1]; !strings.Contains(h["txinbox-error"], txinbox.ErrNoMessageID.Error()) || h["txinbox-offset"] != "50" {
+		t.Errorf("dead letter of the record without an id: headers %v", h)
+	}
+	// The records after the poison one were held back (Retry) in its
+	// batch and fetched again: the record without an id, dead-lettered in
+	// that batch beyond the Retry, is dead-lettered again when fetched
+	// again, and copied to the topic once, from the acked prefix.
+	if st := r.c.Stats(); st.DeadLettered < 2 || st.DeadLettersProduced != 2 {
+		t.Errorf("stats %+v: want 2 dead letters produced", st)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	ok := kafka.Config[pgx.Tx]{Seeds: []string{"x:9092"}, Topics: []string{"t"}, Group: "g",
+		Inbox: txinbox.Config[pgx.Tx]{Handler: insertEffect}}
+	for _, tc := range []struct {
+		field string
+		edit  func(*kafka.Config[pgx.Tx])
+	}{
+		{"Seeds", func(c *kafka.Config[pgx.Tx]) { c.Seeds = nil }},
+		{"Topics", func(c *kafka.Config[pgx.Tx]) { c.Topics = nil }},
+		{"Topics", func(c *kafka.Config[pgx.Tx]) { c.DeadLetterTopic = "t" }},
+		{"Group", func(c *kafka.Config[pgx.Tx]) { c.Group = "" }},
+		{"MaxPollRecords", func(c *kafka.Config[pgx.Tx]) { c.MaxPollRecords = -1 }},
+		{"Concurrency", func(c *kafka.Config[pgx.Tx]) { c.Concurrency = -1 }},
+		{"CommitTimeout", func(c *kafka.Config[pgx.Tx]) { c.CommitTimeout = -1 }},
+	} {
+		cfg := ok
+		tc.edit(&cfg)
+		_, err := kafka.New(nopDriver{}, cfg)
+		var ce *kafka.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: err = %v, want a ConfigError on %s", tc.field, err, tc.field)
+		}
+	}
+	cfg := ok
+	cfg.Inbox.Handler = nil
+	if _, err := kafka.New(nopDriver{}, cfg); err == nil {
+		t.Error("a config without a handler was accepted")
+	}
+	if _, err := kafka.New(nopDriver{}, ok); err != nil {
+		t.Errorf("a valid config was refused: %v", err)
+	}
+}
+
+// recordHeaders reads the n records of a topic and returns their headers.
+func (f *fixture) recordHeaders(topic string, n int) []map[string]string {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []map[string]string
+	for len(out) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			m := map[string]string{}
+			for _, h := range r.Headers {
+				m[h.Key] = string(h.Value)
+			}
+			out = append(out, m)
+		})
+	}
+	if len(out) != n {
+		f.t.Fatalf("%s holds %d records, want %d", topic, len(out), n)
+	}
+	return out
+}

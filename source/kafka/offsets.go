@@ -1,0 +1,253 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// adjustOffsets runs on assignment, after the group's committed offsets
+// were fetched: each partition starts at the later of its committed offset
+// and its database watermark + 1. The watermark commits with the batch, the
+// offset commit after it; when the offset commit was lost (a crash between
+// the two, a failed OffsetCommit), the watermark still says where to go on.
+func (c *Consumer[TTx]) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for topic, parts := range offsets {
+		wms, err := c.watermarks(ctx, topic)
+		if err != nil {
+			// Kafka's committed offsets are safe to start from: what
+			// committed since is found again in the inbox.
+			c.cfg.Logger.WarnContext(ctx, "kafka: reading the watermarks; starting from the committed offsets",
+				"topic", topic, "err", err)
+			continue
+		}
+		for p, o := range parts {
+			wm, ok := wms[p]
+			if !ok {
+				continue
+			}
+			tp := topicPartition{topic, p}
+			c.setWatermark(tp, wm)
+			if committed := o.EpochOffset().Offset; committed < 0 || wm+1 > committed {
+				parts[p] = kgo.NewOffset().At(wm + 1).WithEpoch(-1)
+				c.stats.resumed.Add(1)
+				// The records up to the watermark will not be fetched,
+				// so no batch will commit their offset: commit it now.
+				c.mu.Lock()
+				c.pending[tp] = kgo.EpochOffset{Epoch: -1, Offset: wm + 1}
+				c.mu.Unlock()
+				c.cfg.Logger.InfoContext(ctx, "kafka: resuming after the database watermark",
+					"topic", topic, "partition", p, "committed", committed, "watermark", wm)
+			}
+		}
+	}
+	return offsets, nil
+}
+
+// watermarks returns the database watermarks of a topic's partitions that
+// lie below the partitions' end offsets. A watermark at or past the end
+// belongs to an earlier topic of the same name (deleted and created again):
+// it is ignored, with a warning, rather than skipping the new records.
+func (c *Consumer[TTx]) watermarks(ctx context.Context, topic string) (map[int32]int64, error) {
+	saved, err := c.proc.Checkpoints(ctx, topic)
+	if err != nil || len(saved) == 0 {
+		return nil, err
+	}
+	cl := c.client.Load()
+	if cl == nil {
+		return nil, errors.New("no client")
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the end offsets: %w", err)
+	}
+	out := map[int32]int64{}
+	for p, wm := range saved {
+		part, err := strconv.ParseInt(p, 10, 32)
+		end, ok := ends.Lookup(topic, int32(part))
+		switch {
+		case err != nil || !ok:
+			continue
+		case wm >= end.Offset:
+			c.cfg.Logger.WarnContext(ctx, "kafka: ignoring a database watermark at or past the end of its partition (was the topic created again?)",
+				"topic", topic, "partition", part, "watermark", wm, "end", end.Offset)
+			continue
+		}
+		out[int32(part)] = wm
+	}
+	return out, nil
+}
+
+// revoked commits the offsets still pending for the revoked partitions
+// (their last commit failed), then forgets them. With BlockRebalanceOnPoll
+// no batch of theirs is in flight: the poll that fetched them committed (or
+// abandoned) before the revoke could start.
+func (c *Consumer[TTx]) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	c.mu.Lock()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for topic, parts := range revoked {
+		for _, p := range parts {
+			if eo, ok := c.pending[topicPartition{topic, p}]; ok {
+				addOffset(offsets, topicPartition{topic, p}, eo)
+			}
+		}
+	}
+	c.mu.Unlock()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeCommitTimeout)
+	defer cancel()
+	c.commitOffsets(cctx, cl, offsets)
+	c.forget(ctx, cl, revoked)
+}
+
+// forget drops the state of revoked or lost partitions, and their pending
+// commits: a commit to a partition owned by another member could rewind
+// its commits.
+func (c *Consumer[TTx]) forget(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	c.mu.Lock()
+	for topic, parts := range lost {
+		for _, p := range parts {
+			tp := topicPartition{topic, p}
+			if st := c.parts[tp]; st != nil && st.resume != nil {
+				st.resume.Stop()
+			}
+			delete(c.parts, tp)
+			delete(c.pending, tp)
+		}
+	}
+	c.mu.Unlock()
+	// A partition paused for a Retry and assigned again later starts
+	// unpaused from the committed offset (or the watermark).
+	cl.ResumeFetchPartitions(lost)
+}
+
+func addOffset(offsets map[string]map[int32]kgo.EpochOffset, tp topicPartition, eo kgo.EpochOffset) {
+	if offsets[tp.topic] == nil {
+		offsets[tp.topic] = map[int32]kgo.EpochOffset{}
+	}
+	offsets[tp.topic][tp.partition] = eo
+}
+
+// commit commits the offsets of the records whose batches committed, with
+// the offsets whose commit failed before, in one OffsetCommit. A failed
+// commit stays pending and is tried again after the next poll (Run polls
+// with a timeout while commits are pending); the database watermark covers
+// a crash before then.
+func (c *Consumer[TTx]) commit(ctx context.Context, cl *kgo.Client, outs []partitionOutcome) {
+	c.mu.Lock()
+	for _, o := range outs {
+		if o.commit >= 0 {
+			c.pending[o.tp] = kgo.EpochOffset{Epoch: o.epoch, Offset: o.commit}
+		}
+	}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for tp, eo := range c.pending {
+		addOffset(offsets, tp, eo)
+	}
+	// The client holds commits back while the group joins and syncs, and
+	// the join may wait for this member: when a rebalance waits for it
+	// (rebalanceWaits) or Run stops, the commit is cancelled. The offsets
+	// stay pending; revoked commits them, or the next poll does.
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	c.cancelCommit = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cancelCommit = nil
+		c.mu.Unlock()
+	}()
+	if !c.abandon.Load() && ctx.Err() == nil {
+		c.commitOffsets(cctx, cl, offsets)
+	}
+}
+
+// revokeCommitTimeout bounds the commit of pending offsets while partitions
+// are revoked: the rebalance waits for it, and the database watermarks make
+// it only a shortcut for the next owner.
+const revokeCommitTimeout = 2 * time.Second
+
+// rebalanceWaits is called when a rebalance waits for this member: the
+// partitions stop between transactions and an offset commit in flight is
+// cancelled.
+func (c *Consumer[TTx]) rebalanceWaits(context.Context, *kgo.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.processing {
+		return // late: the poll it waited for has already allowed it
+	}
+	c.abandon.Store(true)
+	if c.cancelCommit != nil {
+		c.cancelCommit()
+	}
+}
+
+// commitOffsets commits offsets within ctx and clears the pending ones it
+// committed.
+func (c *Consumer[TTx]) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) {
+	if len(offsets) == 0 {
+		return
+	}
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			c.stats.commitErrors.Add(1)
+			c.cfg.Logger.WarnContext(ctx, "kafka: offset commit failed; it is tried again", "err", err)
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				tp := topicPartition{t.Topic, p.Partition}
+				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
+					c.stats.commitErrors.Add(1)
+					c.cfg.Logger.WarnContext(ctx, "kafka: offset commit failed; it is tried again",
+						"topic", tp.topic, "partition", tp.partition, "err", perr)
+					continue
+				}
+				if eo, ok := c.pending[tp]; ok && eo.Offset == offsets[tp.topic][tp.partition].Offset {
+					delete(c.pending, tp)
+				}
+			}
+		}
+		c.stats.commits.Add(1)
+	})
+}
+
+// rewind sets the partitions that stopped short back to their first record
+// not acked, and pauses them for their backoff. It runs before
+// AllowRebalance, while this member still owns them.
+func (c *Consumer[TTx]) rewind(cl *kgo.Client, outs []partitionOutcome) {
+	for _, o := range outs {
+		if o.rewind < 0 {
+			continue
+		}
+		cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{o.tp.topic: {o.tp.partition: {Epoch: -1, Offset: o.rewind}}})
+		if o.pause > 0 {
+			c.pause(cl, o.tp, o.pause)
+		}
+	}
+}
+
+// pause stops fetching a partition for d: a Retry blocks its partition
+// only, the others go on.
+func (c *Consumer[TTx]) pause(cl *kgo.Client, tp topicPartition, d time.Duration) {
+	tps := map[string][]int32{tp.topic: {tp.partition}}
+	cl.PauseFetchPartitions(tps)
+	st := c.state(tp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.resume != nil {
+		st.resume.Stop()
+	}
+	st.resume = time.AfterFunc(d, func() { cl.ResumeFetchPartitions(tps) })
+}

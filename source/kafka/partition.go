@@ -1,0 +1,201 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox"
+)
+
+// partitionOutcome is what one partition's batch of a poll came to.
+type partitionOutcome struct {
+	tp topicPartition
+	// commit is the offset to commit (the last acked record's offset + 1)
+	// and epoch its leader epoch; commit < 0: nothing to commit.
+	commit int64
+	epoch  int32
+	// rewind is the first record not acked, to fetch again after pause;
+	// rewind < 0: the whole batch was acked.
+	rewind int64
+	pause  time.Duration
+}
+
+func (o *partitionOutcome) ackedThrough(r *kgo.Record) {
+	o.commit, o.epoch = r.Offset+1, r.LeaderEpoch
+}
+
+// processPartition processes one partition's records of a poll in offset
+// order, a transaction of Inbox.MaxBatchSize records at a time. It stops at
+// the first record not acked (a Retry, or a transaction that failed) and
+// between transactions when a rebalance waits.
+func (c *Consumer[TTx]) processPartition(ctx context.Context, cl *kgo.Client, p kgo.FetchTopicPartition) partitionOutcome {
+	out := partitionOutcome{tp: topicPartition{p.Topic, p.Partition}, commit: -1, rewind: -1}
+	recs := p.Records
+	if skip := c.knownDuplicates(out.tp, recs); skip > 0 {
+		c.stats.fastPath.Add(int64(skip))
+		out.ackedThrough(recs[skip-1])
+		recs = recs[skip:]
+	}
+	size := c.batchSize()
+	for start := 0; start < len(recs); start += size {
+		if c.abandon.Load() || ctx.Err() != nil {
+			out.rewind = recs[start].Offset
+			return out
+		}
+		chunk := recs[start:min(start+size, len(recs))]
+		acked, pause := c.processChunk(ctx, cl, out.tp, chunk)
+		if acked > 0 {
+			out.ackedThrough(chunk[acked-1])
+			c.setWatermark(out.tp, chunk[acked-1].Offset)
+		}
+		if acked < len(chunk) {
+			out.rewind, out.pause = chunk[acked].Offset, pause
+			c.stats.rewinds.Add(1)
+			return out
+		}
+	}
+	return out
+}
+
+func (c *Consumer[TTx]) batchSize() int {
+	if c.cfg.Inbox.MaxBatchSize > 0 {
+		return c.cfg.Inbox.MaxBatchSize
+	}
+	return 100 // the processor's default
+}
+
+// knownDuplicates counts the leading records at or below the partition's
+// watermark: with the offset key they are in the inbox already, so they are
+// acked as duplicates without a lookup. Records come at or below it only
+// when the client fetches again what was processed (an offset reset).
+func (c *Consumer[TTx]) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
+	if !c.offsetKeyed {
+		return 0
+	}
+	c.mu.Lock()
+	wm := int64(-1)
+	if st := c.parts[tp]; st != nil {
+		wm = st.watermark
+	}
+	c.mu.Unlock()
+	n := 0
+	for n < len(recs) && recs[n].Offset <= wm {
+		n++
+	}
+	return n
+}
+
+func (c *Consumer[TTx]) setWatermark(tp topicPartition, offset int64) {
+	st := c.state(tp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.watermark = max(st.watermark, offset)
+	st.failures = 0
+}
+
+// processChunk runs one batch transaction and returns how many leading
+// records were acked and, if not all, how long the partition pauses.
+func (c *Consumer[TTx]) processChunk(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record) (int, time.Duration) {
+	msgs := make([]*txinbox.Message, len(recs))
+	positions := make([]int64, len(recs))
+	for i, r := range recs {
+		msgs[i], positions[i] = c.message(r), r.Offset
+	}
+	res, err := c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
+		Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+	if res == nil {
+		res = make([]txinbox.Result, len(recs)) // a usage error: nothing committed
+	}
+	acked := 0
+	for acked < len(res) && res[acked].Outcome.Ack() {
+		acked++
+	}
+	c.stats.count(res)
+	var pause time.Duration
+	switch {
+	case err != nil:
+		pause = c.batchFailed(ctx, tp, err)
+	case acked < len(res):
+		pause = max(res[acked].RetryAfter, 0)
+	}
+	if n, derr := c.produceDeadLetters(ctx, cl, recs[:acked], res[:acked]); derr != nil {
+		acked, pause = n, c.batchFailed(ctx, tp, derr)
+	}
+	return acked, pause
+}
+
+// batchFailed logs a failed transaction and returns the pause before the
+// partition is tried again.
+func (c *Consumer[TTx]) batchFailed(ctx context.Context, tp topicPartition, err error) time.Duration {
+	c.stats.batchErrors.Add(1)
+	st := c.state(tp)
+	c.mu.Lock()
+	st.failures++
+	n := st.failures
+	c.mu.Unlock()
+	if ctx.Err() == nil {
+		c.cfg.Logger.ErrorContext(ctx, "kafka: batch not committed; the partition pauses",
+			"topic", tp.topic, "partition", tp.partition, "failures", n, "err", err)
+	}
+	return c.cfg.ErrorBackoff(n)
+}
+
+// message turns a record into the inbox's message. All records of a
+// partition share one PartitionKey, so that with Ordered a failed record
+// holds back every later record of its partition.
+func (c *Consumer[TTx]) message(r *kgo.Record) *txinbox.Message {
+	part := strconv.FormatInt(int64(r.Partition), 10)
+	m := &txinbox.Message{
+		ID:             c.cfg.Key(r),
+		Source:         r.Topic,
+		SourcePosition: part + ":" + strconv.FormatInt(r.Offset, 10),
+		PartitionKey:   r.Topic + "/" + part,
+		Payload:        r.Value,
+	}
+	if len(r.Headers) > 0 {
+		m.Headers = make([]txinbox.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			m.Headers[i] = txinbox.Header{Key: h.Key, Value: string(h.Value)}
+		}
+	}
+	return m
+}
+
+// produceDeadLetters copies the dead-lettered records to the dead-letter
+// topic, in order. On a failure it returns the index of the record that
+// failed: it and the later records are not acked, and are fetched again.
+func (c *Consumer[TTx]) produceDeadLetters(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, res []txinbox.Result) (int, error) {
+	if c.cfg.DeadLetterTopic == "" {
+		return len(recs), nil
+	}
+	for i, r := range recs {
+		if res[i].Outcome != txinbox.DeadLettered {
+			continue
+		}
+		dl := &kgo.Record{Topic: c.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
+			Headers: append(append([]kgo.RecordHeader(nil), r.Headers...), deadLetterHeaders(r, res[i].Err)...)}
+		if err := cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
+			return i, fmt.Errorf("producing the dead letter of %s/%d/%d to %s: %w",
+				r.Topic, r.Partition, r.Offset, c.cfg.DeadLetterTopic, err)
+		}
+		c.stats.deadLettersProduced.Add(1)
+	}
+	return len(recs), nil
+}
+
+func deadLetterHeaders(r *kgo.Record, err error) []kgo.RecordHeader {
+	if err == nil {
+		err = errors.New("dead-lettered")
+	}
+	return []kgo.RecordHeader{
+		{Key: "txinbox-error", Value: []byte(err.Error())},
+		{Key: "txinbox-topic", Value: []byte(r.Topic)},
+		{Key: "txinbox-partition", Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
+		{Key: "txinbox-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	}
+}

@@ -1,0 +1,71 @@
+package kafka
+
+import (
+	"sync/atomic"
+
+	"github.com/txinbox/txinbox"
+)
+
+// Stats counts what a Consumer did since it was created.
+type Stats struct {
+	// Processed, Duplicates, Drift, DeadLettered and Retries count the
+	// records by outcome (a record retried twice counts twice).
+	Processed    int64
+	Duplicates   int64
+	Drift        int64
+	DeadLettered int64
+	Retries      int64
+	// FastPath counts records at or below their partition's watermark,
+	// acked as duplicates without an inbox lookup (offset key only).
+	FastPath int64
+	// Resumed counts partition assignments that started after the
+	// database watermark rather than at Kafka's committed offset.
+	Resumed int64
+	// BatchErrors counts batch transactions that did not commit.
+	BatchErrors int64
+	// Rewinds counts partitions set back to their first record not acked.
+	Rewinds int64
+	// Commits and CommitErrors count offset commits.
+	Commits      int64
+	CommitErrors int64
+	// DeadLettersProduced counts records copied to the dead-letter topic.
+	DeadLettersProduced int64
+}
+
+type stats struct {
+	outcomes            [txinbox.DeadLettered + 1]atomic.Int64
+	fastPath            atomic.Int64
+	resumed             atomic.Int64
+	batchErrors         atomic.Int64
+	rewinds             atomic.Int64
+	commits             atomic.Int64
+	commitErrors        atomic.Int64
+	deadLettersProduced atomic.Int64
+}
+
+func (s *stats) count(res []txinbox.Result) {
+	for _, r := range res {
+		if r.Outcome >= txinbox.Processed && r.Outcome <= txinbox.DeadLettered {
+			s.outcomes[r.Outcome].Add(1)
+		}
+	}
+}
+
+// Stats returns a snapshot of the consumer's counters.
+func (c *Consumer[TTx]) Stats() Stats {
+	s := &c.stats
+	return Stats{
+		Processed:           s.outcomes[txinbox.Processed].Load(),
+		Duplicates:          s.outcomes[txinbox.Duplicate].Load(),
+		Drift:               s.outcomes[txinbox.Drift].Load(),
+		DeadLettered:        s.outcomes[txinbox.DeadLettered].Load(),
+		Retries:             s.outcomes[txinbox.Retry].Load(),
+		FastPath:            s.fastPath.Load(),
+		Resumed:             s.resumed.Load(),
+		BatchErrors:         s.batchErrors.Load(),
+		Rewinds:             s.rewinds.Load(),
+		Commits:             s.commits.Load(),
+		CommitErrors:        s.commitErrors.Load(),
+		DeadLettersProduced: s.deadLettersProduced.Load(),
+	}
+}
