@@ -14,7 +14,7 @@ import (
 func TestBenchSmoke(t *testing.T) {
 	testdb.Require(t)
 	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--batch", "10", "--json",
-		"--only", "ceiling,seed,seed16,txinbox", "--duplicates", "0,0.3")
+		"--only", "ceiling,seed,seed16,txinbox,e2e-kafka", "--duplicates", "0,0.3")
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, errs)
 	}
@@ -22,6 +22,7 @@ func TestBenchSmoke(t *testing.T) {
 		Ceiling float64 `json:"ceiling_msgs_per_s"`
 		Seed    float64 `json:"seed_msgs_per_s"`
 		Txinbox float64 `json:"txinbox_msgs_per_s"`
+		Kafka   float64 `json:"e2e_kafka_msgs_per_s"`
 		Results []struct {
 			Name       string  `json:"name"`
 			Duplicates float64 `json:"duplicates"`
@@ -33,7 +34,7 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("bench --json printed %q: %v", out, err)
 	}
-	if rep.Ceiling <= 0 || rep.Seed <= 0 || rep.Txinbox <= 0 || len(rep.Results) != 8 {
+	if rep.Ceiling <= 0 || rep.Seed <= 0 || rep.Txinbox <= 0 || rep.Kafka <= 0 || len(rep.Results) != 10 {
 		t.Fatalf("report = %s", out)
 	}
 	for _, r := range rep.Results {
