@@ -25,8 +25,11 @@ type benchOptions struct {
 	conns     int
 	rounds    int
 	dups      []float64
-	json      bool
-	scenarios map[string]bool
+	json       bool
+	scenarios  map[string]bool
+	prefill    []int64
+	batchSizes []int64
+	chart      string
 }
 
 // benchResult is one measured scenario.
@@ -59,6 +62,8 @@ type benchReport struct {
 	PeakRSSMB           float64        `json:"peak_rss_mb"`
 	DurationPerScenario string         `json:"duration_per_scenario"`
 	Results             []*benchResult `json:"results"`
+	Growth              []growthPoint  `json:"growth,omitempty"`
+	BatchSizes          []batchPoint   `json:"batch_sizes,omitempty"`
 }
 
 func runBench(ctx context.Context, env *Env, args []string) int {
@@ -76,7 +81,18 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka); default all")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
+	prefill := fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
+	batchSizes := fs.String("batch-sizes", "", "also measure txinbox and the ceiling at these batch sizes, e.g. 1,10,100,500")
+	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of throughput against batch size and inbox size to `FILE`")
 	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	var err error
+	if o.prefill, err = parseCounts("--prefill", *prefill); err == nil {
+		o.batchSizes, err = parseCounts("--batch-sizes", *batchSizes)
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
 		return ExitUsage
 	}
 	if *cpuprofile != "" {
@@ -100,6 +116,12 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
 		return ExitFailure
+	}
+	if o.chart != "" {
+		if err := os.WriteFile(o.chart, benchChart(rep), 0o644); err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox bench: --chart:", err)
+			return ExitFailure
+		}
 	}
 	if o.json {
 		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
@@ -157,6 +179,22 @@ func printBench(env *Env, rep *benchReport) {
 	fmt.Fprintf(env.Stdout, "\ntxinbox / ceiling: %.0f%%   txinbox / seed (1 worker): %.1fx   e2e kafka / ceiling: %.0f%%\n",
 		100*rep.TxinboxVsCeiling, rep.TxinboxVsSeed, 100*rep.E2EKafkaVsCeiling)
 	fmt.Fprintf(env.Stdout, "p99 latency at 1,000 msgs/s offered: %.2f ms   peak RSS: %.0f MB\n", rep.LightLoadP99ms, rep.PeakRSSMB)
+	if len(rep.BatchSizes) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\nbatch\ttxinbox msgs/s\tceiling msgs/s\ttxinbox/ceiling\ttxinbox p99 ms\t")
+		for _, b := range rep.BatchSizes {
+			fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.0f%%\t%.2f\t\n", b.Batch, b.Txinbox, b.Ceiling, 100*b.VsCeiling, b.TxinboxP99)
+		}
+		w.Flush()
+	}
+	if len(rep.Growth) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\ninbox rows\ttxinbox msgs/s\tvs empty\tp99 ms\t")
+		for _, g := range rep.Growth {
+			fmt.Fprintf(w, "%d\t%.0f\t%.0f%%\t%.2f\t\n", g.InboxRows, g.MsgsPerSec, 100*g.VsEmptyInbox, g.P99ms)
+		}
+		w.Flush()
+	}
 }
 
 // peakRSSMB reads the process's peak resident set size.

@@ -87,7 +87,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		P50ms: lat.percentile(0.5), P99ms: lat.percentile(0.99), lat: &lat}
 	var inbox int64
 	if err := pool.QueryRow(context.Background(), d.Tables().Expand(
-		"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox})")).Scan(&r.Effects, &inbox); err != nil {
+		"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')")).Scan(&r.Effects, &inbox); err != nil {
 		return nil, err
 	}
 	if r.Effects != inbox {

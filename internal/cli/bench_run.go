@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,16 @@ func runBenchScenarios(ctx context.Context, env *Env, o benchOptions) (*benchRep
 				rep.Results = append(rep.Results, r)
 				rep.record(scenarios[i].key, r)
 			}
+		}
+	}
+	if len(o.batchSizes) > 0 {
+		if rep.BatchSizes, err = be.batchSweep(ctx, o.batchSizes); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.prefill) > 0 {
+		if rep.Growth, err = be.growth(ctx, o.prefill); err != nil {
+			return nil, err
 		}
 	}
 	be.progress("")
@@ -191,19 +202,24 @@ type idSource struct {
 	next   atomic.Int64
 	dup    float64
 	behind int64
+	prefix string
 }
 
+// idSources numbers the sources, so that runs on tables that are not
+// emptied in between (the growth scenario) never reuse an id.
+var idSources atomic.Int64
+
 func newIDSource(dup float64, behind int) *idSource {
-	return &idSource{dup: dup, behind: int64(behind)}
+	return &idSource{dup: dup, behind: int64(behind), prefix: fmt.Sprintf("r%d-", idSources.Add(1))}
 }
 
 func (s *idSource) id(rng *rand.Rand) (string, bool) {
 	if s.dup > 0 && rng.Float64() < s.dup {
 		if n := s.next.Load(); n > s.behind {
-			return fmt.Sprint("m-", n-s.behind-rng.Int64N(min(n-s.behind, 10000))), true
+			return s.prefix + strconv.FormatInt(n-s.behind-rng.Int64N(min(n-s.behind, 10000)), 10), true
 		}
 	}
-	return fmt.Sprint("m-", s.next.Add(1)), false
+	return s.prefix + strconv.FormatInt(s.next.Add(1), 10), false
 }
 
 // merge adds the slice r to the scenario's result so far (nil at first).
@@ -283,7 +299,7 @@ func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup flo
 		// Every scenario must be exactly once: one effect per inbox row.
 		var inbox int64
 		err := be.pool.QueryRow(context.Background(), be.driver.Tables().Expand(
-			"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox})")).Scan(&r.Effects, &inbox)
+			"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')")).Scan(&r.Effects, &inbox)
 		if err != nil {
 			return nil, err
 		}
