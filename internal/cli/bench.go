@@ -18,13 +18,13 @@ func init() {
 }
 
 type benchOptions struct {
-	db        string
-	sqlite    string
-	duration  time.Duration
-	batch     int
-	conns     int
-	rounds    int
-	dups      []float64
+	db         string
+	sqlite     string
+	duration   time.Duration
+	batch      int
+	conns      int
+	rounds     int
+	dups       []float64
 	json       bool
 	scenarios  map[string]bool
 	prefill    []int64
