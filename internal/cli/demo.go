@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -27,6 +28,7 @@ type demoOptions struct {
 	json       bool
 	keep       bool
 	sabotage   string
+	amqpURL    string
 }
 
 // demoSummary is the demo's result; --json prints it as one object.
@@ -76,6 +78,7 @@ Flags:`)
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: from the clock)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
+	fs.StringVar(&o.amqpURL, "amqp-url", cmp.Or(env.Getenv("TXINBOX_AMQP_URL"), defaultAMQPURL), "RabbitMQ broker of --source rabbitmq (env TXINBOX_AMQP_URL)")
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
 		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit)")
 	if err := fs.Parse(args); err != nil {

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/txinbox/txinbox/source/sqs"
+	"github.com/txinbox/txinbox/source/sqs/sqsfake"
+	"github.com/txinbox/txinbox/store"
+)
+
+// The SQS demo: the parent runs the in-repo SQS fake (sqsfake, the JSON
+// protocol of the AWS SDK) on a loopback port and sends the plan to a
+// queue of the run, with the event id in the message attribute
+// "message-id" (every send gets a new MessageId, so re-sends need a key of
+// the producer's).
+
+func init() {
+	demoSources["sqs"] = runDemoSQS
+	register("demo-consumer-sqs", "", runDemoConsumerSQS)
+}
+
+func runDemoSQS(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {
+	return runQueueDemo(ctx, env, o, startSQSDemo)
+}
+
+// sqsDemo is the fake and the run's queue.
+type sqsDemo struct {
+	fake     *sqsfake.Server
+	cl       *awssqs.Client
+	queueURL string
+}
+
+func sqsDemoClient(endpoint string) *awssqs.Client {
+	return awssqs.New(awssqs.Options{BaseEndpoint: aws.String(endpoint), Region: "us-east-1", Credentials: sqsfake.Credentials})
+}
+
+func startSQSDemo(ctx context.Context, run string) (queueBroker, error) {
+	b := &sqsDemo{fake: sqsfake.NewServer()}
+	b.cl = sqsDemoClient(b.fake.URL())
+	out, err := b.cl.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("invoices-" + run),
+		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(demoAckWait.Seconds()))}})
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("creating the queue: %w", err)
+	}
+	b.queueURL = *out.QueueUrl
+	return b, nil
+}
+
+func (b *sqsDemo) where() string { return "SQS fake on " + b.fake.URL() }
+
+func (b *sqsDemo) close() { b.fake.Close() }
+
+func (b *sqsDemo) publish(ctx context.Context, ids, payloads []string, stream []int) error {
+	for start := 0; start < len(stream); start += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for i := start; i < min(start+10, len(stream)); i++ {
+			m := stream[i]
+			entries = append(entries, types.SendMessageBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(payloads[m]),
+				MessageAttributes: map[string]types.MessageAttributeValue{
+					demoIDHeader: {DataType: aws.String("String"), StringValue: aws.String(ids[m])}},
+			})
+		}
+		out, err := b.cl.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &b.queueURL, Entries: entries})
+		if err != nil {
+			return err
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("%d messages not sent: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	return nil
+}
+
+// pending counts the visible, in-flight and delayed messages (exact on
+// the fake).
+func (b *sqsDemo) pending(ctx context.Context) (int, bool, error) {
+	out, err := b.cl.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &b.queueURL,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		return 0, false, err
+	}
+	n := 0
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		v, _ := strconv.Atoi(out.Attributes[a])
+		n += v
+	}
+	return n, true, nil
+}
+
+func (b *sqsDemo) childArgs() []string {
+	return []string{"demo-consumer-sqs", "--endpoint", b.fake.URL(), "--queue-url", b.queueURL}
+}
+
+// runDemoConsumerSQS is the hidden child command: one consumer of the
+// demo's queue, until its stdin closes or it is killed.
+func runDemoConsumerSQS(ctx context.Context, env *Env, args []string) int {
+	fs := flag.NewFlagSet("demo-consumer-sqs", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var f queueChildFlags
+	f.register(fs, env)
+	endpoint := fs.String("endpoint", "", "the SQS endpoint")
+	queueURL := fs.String("queue-url", "", "the queue to consume")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	return runQueueChild(ctx, env, &f, "demo-consumer-sqs", func(ctx context.Context, c *demoConsumer, db *inboxDB) error {
+		if db.pg != nil {
+			return consumeSQS(ctx, c, db.pg, pgTxExec, *endpoint, *queueURL)
+		}
+		return consumeSQS(ctx, c, db.lite, sqlTxExec, *endpoint, *queueURL)
+	})
+}
+
+func consumeSQS[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx], exec txExecFunc[TTx], endpoint, queueURL string) error {
+	key := sqs.AttributeKey(demoIDHeader)
+	if c.sabotage == sabotageDeliveryKey {
+		key = sqs.MessageIDKey // a re-send has a new MessageId: its effect runs again
+	}
+	consumer, err := sqs.New(d, sqs.Config[TTx]{
+		Client: sqsDemoClient(endpoint), QueueURL: queueURL, Key: key, VisibilityTimeout: demoAckWait,
+		Inbox: queueInboxConfig(c, exec), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	return consumer.Run(ctx)
+}

@@ -1,0 +1,214 @@
+package amqp_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+	"go.uber.org/goleak"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/amqp"
+	"github.com/txinbox/txinbox/source/sourcetest"
+	"github.com/txinbox/txinbox/store"
+)
+
+// brokerURL is the RabbitMQ the tests use: TXINBOX_AMQP_URL, or the one
+// .ci/start-rabbitmq starts.
+func brokerURL() string {
+	if u := os.Getenv("TXINBOX_AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// requireRabbitMQ skips the test when no broker answers, or fails it under
+// TXINBOX_REQUIRE_RABBITMQ=1 (set by CI).
+func requireRabbitMQ(t *testing.T) {
+	t.Helper()
+	conn, err := amqp091.DialConfig(brokerURL(), amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
+	if err == nil {
+		conn.Close()
+		return
+	}
+	shown := "(an unparsable URL)"
+	if u, perr := url.Parse(brokerURL()); perr == nil {
+		shown = u.Redacted()
+	}
+	msg := "RabbitMQ not reachable at " + shown + " (set TXINBOX_AMQP_URL or run .ci/start-rabbitmq): " + err.Error()
+	if os.Getenv("TXINBOX_REQUIRE_RABBITMQ") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func TestMain(m *testing.M) {
+	sourcetest.RunChild(harness(true))
+	goleak.VerifyTestMain(m)
+}
+
+func harness(quorum bool) sourcetest.Harness {
+	name := "RabbitMQ classic queue"
+	if quorum {
+		name = "RabbitMQ quorum queue"
+	}
+	return sourcetest.Harness{
+		Name:     name,
+		Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true, DeadLetterDestination: true},
+		New:      func(t *testing.T) (sourcetest.Broker, string) { return newBroker(t, quorum) },
+		Open:     openBroker,
+	}
+}
+
+func TestConformance(t *testing.T) {
+	requireRabbitMQ(t)
+	t.Run("quorum", func(t *testing.T) { sourcetest.Run(t, harness(true)) })
+	t.Run("classic", func(t *testing.T) { sourcetest.Run(t, harness(false)) })
+}
+
+// broker is one queue with its dead-letter exchange and queue; consumers
+// connect through a proxy that Interrupt cuts.
+type broker struct {
+	URL    string `json:"url"` // the consumers' URL (the proxy)
+	Direct string `json:"direct"`
+	Queue  string `json:"queue"`
+	proxy  *sourcetest.Proxy
+}
+
+func (b *broker) dlx() string { return b.Queue + "-dlx" }
+func (b *broker) dlq() string { return b.Queue + "-dlq" }
+
+func randomName(prefix string) string {
+	p := make([]byte, 5)
+	rand.Read(p)
+	return prefix + hex.EncodeToString(p)
+}
+
+func newBroker(t *testing.T, quorum bool) (sourcetest.Broker, string) {
+	t.Helper()
+	b := &broker{Direct: brokerURL(), Queue: randomName("sourcetest-")}
+	u, err := url.Parse(b.Direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.proxy = sourcetest.NewProxy(t, u.Host)
+	u.Host = b.proxy.Addr()
+	b.URL = u.String()
+	args := amqp091.Table{}
+	if quorum {
+		args["x-queue-type"] = "quorum"
+	}
+	b.channel(t, func(ch *amqp091.Channel) error {
+		if _, err := ch.QueueDeclare(b.Queue, true, false, false, false, args); err != nil {
+			return err
+		}
+		if err := ch.ExchangeDeclare(b.dlx(), "fanout", true, false, false, false, nil); err != nil {
+			return err
+		}
+		if _, err := ch.QueueDeclare(b.dlq(), true, false, false, false, nil); err != nil {
+			return err
+		}
+		return ch.QueueBind(b.dlq(), "", b.dlx(), false, nil)
+	})
+	t.Cleanup(func() {
+		b.channel(t, func(ch *amqp091.Channel) error {
+			ch.QueueDelete(b.Queue, false, false, false) //nolint:errcheck // best effort
+			ch.QueueDelete(b.dlq(), false, false, false) //nolint:errcheck // best effort
+			return ch.ExchangeDelete(b.dlx(), false, false)
+		})
+	})
+	desc, _ := json.Marshal(b) // strings only
+	return b, string(desc)
+}
+
+// channel runs f on a channel of a direct connection.
+func (b *broker) channel(t testing.TB, f func(*amqp091.Channel) error) {
+	t.Helper()
+	if err := b.withChannel(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *broker) withChannel(f func(*amqp091.Channel) error) error {
+	conn, err := amqp091.Dial(b.Direct)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	return f(ch)
+}
+
+func openBroker(_ context.Context, desc string) (sourcetest.Broker, error) {
+	b := &broker{}
+	return b, json.Unmarshal([]byte(desc), b)
+}
+
+func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error {
+	return b.withChannel(func(ch *amqp091.Channel) error {
+		if err := ch.Confirm(false); err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", b.Queue, true, false,
+				amqp091.Publishing{MessageId: m.ID, Body: m.Body, DeliveryMode: amqp091.Persistent})
+			if err != nil {
+				return err
+			}
+			if ok, err := conf.WaitContext(ctx); err != nil || !ok {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
+	c, err := amqp.New(d, amqp.Config[pgx.Tx]{
+		URL: b.URL, Queue: b.Queue, Inbox: inbox, DeadLetterExchange: b.dlx(),
+		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
+		Logger:       inbox.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+func (b *broker) Pending(context.Context) (int, error) {
+	var n int
+	err := b.withChannel(func(ch *amqp091.Channel) error {
+		q, err := ch.QueueDeclarePassive(b.Queue, true, false, false, false, nil)
+		n = q.Messages
+		return err
+	})
+	return n, err
+}
+
+func (b *broker) Interrupt() { b.proxy.Cut() }
+
+// DeadLetters reads the dead-letter queue without acking: closing the
+// channel puts everything back.
+func (b *broker) DeadLetters(context.Context) ([][]byte, error) {
+	var bodies [][]byte
+	err := b.withChannel(func(ch *amqp091.Channel) error {
+		for {
+			d, ok, err := ch.Get(b.dlq(), false)
+			if err != nil || !ok {
+				return err
+			}
+			bodies = append(bodies, d.Body)
+		}
+	})
+	return bodies, err
+}

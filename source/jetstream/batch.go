@@ -1,0 +1,176 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txinbox/txinbox"
+)
+
+// handle processes one batch and settles each message: ack after the
+// commit for what may be acked, a delayed nak for a Retry or for a batch
+// whose transaction failed.
+func (c *Consumer[TTx]) handle(ctx context.Context, msgs []natsjs.Msg) {
+	in := make([]*txinbox.Message, len(msgs))
+	for i, m := range msgs {
+		in[i] = c.message(m)
+	}
+	stop := c.keepAlive(msgs)
+	res, err := c.proc.Process(ctx, in)
+	stop()
+	if res == nil {
+		res = make([]txinbox.Result, len(msgs)) // a usage error: nothing committed
+	}
+	c.stats.count(res)
+	var failDelay time.Duration
+	if err != nil {
+		c.failures++
+		failDelay = c.cfg.ErrorBackoff(c.failures)
+		c.stats.batchErrors.Add(1)
+		if ctx.Err() == nil {
+			c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
+				"stream", c.cfg.Stream, "messages", len(msgs), "failures", c.failures, "err", err)
+		}
+	} else {
+		c.failures = 0
+	}
+	for i, m := range msgs {
+		c.settle(ctx, m, in[i], res[i], failDelay)
+	}
+}
+
+// settle acks, dead-letters or naks one message after its batch.
+func (c *Consumer[TTx]) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
+	var err error
+	switch {
+	case res.Outcome == 0:
+		err = m.NakWithDelay(failDelay)
+	case !res.Outcome.Ack():
+		err = m.NakWithDelay(max(res.RetryAfter, 0))
+	case res.Outcome == txinbox.DeadLettered && c.cfg.DeadLetterSubject != "":
+		if err = c.publishDeadLetter(ctx, m, msg, res.Err); err != nil {
+			err = m.NakWithDelay(c.cfg.ErrorBackoff(1))
+		} else {
+			err = m.Ack()
+		}
+	default:
+		err = m.Ack()
+	}
+	if err != nil {
+		// The connection is down: the message is redelivered after
+		// AckWait and found in the inbox.
+		c.stats.ackErrors.Add(1)
+		c.cfg.Logger.DebugContext(ctx, "jetstream: settling a message failed", "id", msg.ID, "err", err)
+	} else if res.Outcome.Ack() {
+		c.stats.acked.Add(1)
+	}
+}
+
+// publishDeadLetter copies a dead-lettered message to DeadLetterSubject and
+// waits for JetStream to store it.
+func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, cause error) error {
+	reason := "dead-lettered"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	out := nats.NewMsg(c.cfg.DeadLetterSubject)
+	out.Data = m.Data()
+	for k, vs := range m.Headers() {
+		if k != MsgIDHeader { // a copy must not be deduplicated against the original
+			out.Header[k] = vs
+		}
+	}
+	out.Header.Set("txinbox-error", reason)
+	out.Header.Set("txinbox-message-id", msg.ID)
+	out.Header.Set("txinbox-subject", m.Subject())
+	if _, err := c.js.PublishMsg(ctx, out); err != nil {
+		c.cfg.Logger.ErrorContext(ctx, "jetstream: publishing a dead letter", "subject", c.cfg.DeadLetterSubject, "err", err)
+		return err
+	}
+	c.stats.deadLettersPublished.Add(1)
+	return nil
+}
+
+// message turns a delivery into the inbox's message.
+func (c *Consumer[TTx]) message(m natsjs.Msg) *txinbox.Message {
+	var delivered uint64
+	pos := ""
+	if md, err := m.Metadata(); err == nil {
+		delivered = md.NumDelivered
+		pos = strconv.FormatUint(md.Sequence.Stream, 10)
+	}
+	return &txinbox.Message{
+		ID:             c.cfg.Key(m),
+		Source:         c.cfg.Stream,
+		SourcePosition: pos,
+		PartitionKey:   subjectPartition(m),
+		Payload:        m.Data(),
+		Headers:        headersOf(m, delivered),
+	}
+}
+
+// keepAlive tells JetStream every AckWait/3 that the batch's messages are
+// still being worked on, until the returned stop is called.
+func (c *Consumer[TTx]) keepAlive(msgs []natsjs.Msg) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(c.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					m.InProgress() //nolint:errcheck // a lost renewal costs a redelivery at worst
+				}
+				c.stats.inProgress.Add(int64(len(msgs)))
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// guardDeliveries wraps the configured handler so that a message delivered
+// more than maxDeliveries times is dead-lettered without running it: a
+// consumer that crashes on a message never records its failure, so only
+// the broker's delivery count can stop the loop.
+func guardDeliveries[TTx any](cfg txinbox.Config[TTx], maxDeliveries int) (txinbox.HandlerFunc[TTx], txinbox.BatchHandlerFunc[TTx]) {
+	check := func(m *txinbox.Message) error {
+		n, _ := strconv.Atoi(m.Header(DeliveryCountHeader))
+		if n > maxDeliveries {
+			return txinbox.Permanent(fmt.Errorf("delivered %d times, more than MaxDeliveries (%d)", n, maxDeliveries))
+		}
+		return nil
+	}
+	if h := cfg.Handler; h != nil {
+		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+			if err := check(m); err != nil {
+				return err
+			}
+			return h(ctx, tx, m)
+		}, nil
+	}
+	bh := cfg.BatchHandler
+	if bh == nil {
+		return nil, nil // NewProcessor reports it
+	}
+	return nil, func(ctx context.Context, tx TTx, msgs []*txinbox.Message) error {
+		for _, m := range msgs {
+			if err := check(m); err != nil {
+				return err // the batch is redone one message at a time
+			}
+		}
+		return bh(ctx, tx, msgs)
+	}
+}

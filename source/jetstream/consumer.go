@@ -1,0 +1,180 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/store"
+)
+
+// Consumer consumes a JetStream stream through a durable pull consumer and
+// processes every message through a txinbox.Processor: exactly-once effects
+// in the database, acks sent only after their batch committed.
+type Consumer[TTx any] struct {
+	cfg     Config[TTx]
+	proc    *txinbox.Processor[TTx]
+	running atomic.Bool
+	js      natsjs.JetStream // Run's, for dead letters
+	// failures counts consecutive batch transactions that failed.
+	failures int
+	stats    stats
+}
+
+// New returns a Consumer that stores its inbox through driver. It does not
+// connect: Run does.
+func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = guardDeliveries(cfg.Inbox, cfg.MaxDeliveries)
+	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: Config.Inbox: %w", err)
+	}
+	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
+}
+
+// Processor returns the consumer's processor.
+func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+
+// Run connects (unless Config.Conn is set), creates or updates the durable
+// consumer and processes messages until ctx is done; then it flushes the
+// acks sent and returns nil. A broken subscription is opened again after
+// ErrorBackoff; the connection reconnects by itself. Run returns an error
+// only when it cannot connect at first. Run may be called once.
+func (c *Consumer[TTx]) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("jetstream: Consumer.Run called twice")
+	}
+	nc := c.cfg.Conn
+	if nc == nil {
+		opts := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("txinbox " + c.cfg.Consumer)}, c.cfg.Options...)
+		var err error
+		if nc, err = nats.Connect(c.cfg.URL, opts...); err != nil {
+			return fmt.Errorf("jetstream: connecting to %s: %w", c.cfg.URL, err)
+		}
+		defer nc.Close()
+	}
+	defer nc.Flush() //nolint:errcheck // best effort: unsent acks become redeliveries
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	c.js = js
+	broken := 0
+	for ctx.Err() == nil {
+		consumed, err := c.consume(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if consumed {
+			broken = 0
+		}
+		broken++
+		c.cfg.Logger.WarnContext(ctx, "jetstream: subscription broken; opening it again", "stream", c.cfg.Stream,
+			"consumer", c.cfg.Consumer, "err", err)
+		c.stats.resubscribes.Add(1)
+		if wait(ctx, c.cfg.ErrorBackoff(broken)) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// consume opens a subscription and processes batches until ctx is done or
+// the subscription breaks, and reports whether it processed any batch.
+func (c *Consumer[TTx]) consume(ctx context.Context) (consumed bool, err error) {
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, c.cfg.Stream, c.consumerConfig())
+	if err != nil {
+		return false, fmt.Errorf("creating consumer %s on stream %s: %w", c.cfg.Consumer, c.cfg.Stream, err)
+	}
+	it, err := cons.Messages(natsjs.PullMaxMessages(c.cfg.Inbox.MaxBatchSize))
+	if err != nil {
+		return false, err
+	}
+	defer it.Stop()
+	// Stop ends a Next that waits for a first message.
+	stopOnDone := context.AfterFunc(ctx, it.Stop)
+	defer stopOnDone()
+	for {
+		msgs, err := c.nextBatch(ctx, it)
+		if len(msgs) > 0 {
+			c.handle(ctx, msgs)
+			consumed = true
+		}
+		if err != nil {
+			return consumed, err
+		}
+	}
+}
+
+func (c *Consumer[TTx]) consumerConfig() natsjs.ConsumerConfig {
+	return natsjs.ConsumerConfig{
+		Durable:        c.cfg.Consumer,
+		AckPolicy:      natsjs.AckExplicitPolicy,
+		AckWait:        c.cfg.AckWait,
+		MaxDeliver:     -1, // the source dead-letters (MaxDeliveries), with the reason stored
+		MaxAckPending:  max(1000, 2*c.cfg.Inbox.MaxBatchSize),
+		FilterSubjects: c.cfg.FilterSubjects,
+	}
+}
+
+// nextBatch waits for a first message, then takes more for up to Linger
+// until the batch is full.
+func (c *Consumer[TTx]) nextBatch(ctx context.Context, it natsjs.MessagesContext) ([]natsjs.Msg, error) {
+	first, err := it.Next()
+	if err != nil {
+		return nil, err
+	}
+	msgs := []natsjs.Msg{first}
+	deadline := time.Now().Add(c.cfg.Linger)
+	for len(msgs) < c.cfg.Inbox.MaxBatchSize && ctx.Err() == nil {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		m, err := it.Next(natsjs.NextMaxWait(left))
+		if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// headersOf copies a message's headers, then its delivery count.
+func headersOf(m natsjs.Msg, delivered uint64) []txinbox.Header {
+	var hs []txinbox.Header
+	for k, vs := range m.Headers() {
+		for _, v := range vs {
+			hs = append(hs, txinbox.Header{Key: k, Value: v})
+		}
+	}
+	return append(hs, txinbox.Header{Key: DeliveryCountHeader, Value: fmt.Sprint(delivered)})
+}
+
+// subjectPartition is the ordering key: messages of one subject.
+func subjectPartition(m natsjs.Msg) string { return strings.Clone(m.Subject()) }
