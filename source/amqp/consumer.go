@@ -11,6 +11,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -34,7 +35,7 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = guardDeliveries(cfg.Inbox, cfg.MaxDeliveries)
+	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
 	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
 	if err != nil {
 		return nil, fmt.Errorf("amqp: Config.Inbox: %w", err)

@@ -12,6 +12,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -35,7 +36,7 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = guardDeliveries(cfg.Inbox, cfg.MaxDeliveries)
+	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
 	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: Config.Inbox: %w", err)

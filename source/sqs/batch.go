@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -175,38 +174,4 @@ func (c *Consumer[TTx]) sendDeadLetter(ctx context.Context, m types.Message, msg
 	}
 	c.stats.deadLettersSent.Add(1)
 	return nil
-}
-
-// guardDeliveries wraps the configured handler so that a message received
-// more than maxDeliveries times is dead-lettered without running it: a
-// consumer that crashes on a message never records its failure, so only
-// the receive count can stop the loop.
-func guardDeliveries[TTx any](cfg txinbox.Config[TTx], maxDeliveries int) (txinbox.HandlerFunc[TTx], txinbox.BatchHandlerFunc[TTx]) {
-	check := func(m *txinbox.Message) error {
-		n, _ := strconv.Atoi(m.Header(ReceiveCountHeader))
-		if n > maxDeliveries {
-			return txinbox.Permanent(fmt.Errorf("received %d times, more than MaxDeliveries (%d)", n, maxDeliveries))
-		}
-		return nil
-	}
-	if h := cfg.Handler; h != nil {
-		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
-			if err := check(m); err != nil {
-				return err
-			}
-			return h(ctx, tx, m)
-		}, nil
-	}
-	bh := cfg.BatchHandler
-	if bh == nil {
-		return nil, nil // NewProcessor reports it
-	}
-	return nil, func(ctx context.Context, tx TTx, msgs []*txinbox.Message) error {
-		for _, m := range msgs {
-			if err := check(m); err != nil {
-				return err // the batch is redone one message at a time
-			}
-		}
-		return bh(ctx, tx, msgs)
-	}
 }

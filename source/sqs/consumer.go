@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -36,7 +37,7 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = guardDeliveries(cfg.Inbox, cfg.MaxDeliveries)
+	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
 	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
 	if err != nil {
 		return nil, fmt.Errorf("sqs: Config.Inbox: %w", err)
