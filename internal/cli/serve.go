@@ -108,7 +108,11 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests in flight")
 	o.ops.register(fs)
+	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names; the environment's TXINBOX_* and the flags win)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := applyConfig(fs, env, *config); err != nil {
 		return o, err
 	}
 	if err := o.ops.validate(); err != nil {
