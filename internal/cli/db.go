@@ -157,3 +157,11 @@ func (db *inboxDB) ping(ctx context.Context) error {
 	}
 	return db.lite.DB().PingContext(ctx)
 }
+
+// outboxTable is the quoted name of the outbox table.
+func (db *inboxDB) outboxTable() string {
+	if db.pg != nil {
+		return db.pg.Tables().Outbox
+	}
+	return db.lite.Tables().Outbox
+}

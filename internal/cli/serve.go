@@ -55,6 +55,11 @@ type serveOptions struct {
 	// ShutdownTimeout is how long a stop waits for requests in flight
 	// before it closes their connections and exits 1. Defaults to 30s.
 	ShutdownTimeout time.Duration
+	// Effect is what runs for each new message in the inbox transaction:
+	// none (the AS4 tables only), outbox or sql. Defaults to none.
+	Effect string
+	// EffectSQL are the statements of --effect sql.
+	EffectSQL statements
 	// ops: --http-listen, --log-format, --retention, --purge-interval,
 	// --no-purge.
 	ops serveOps
@@ -108,6 +113,8 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests in flight")
 	o.ops.register(fs)
+	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
+	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
 	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names; the environment's TXINBOX_* and the flags win)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -116,6 +123,9 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 		return o, err
 	}
 	if err := o.ops.validate(); err != nil {
+		return o, err
+	}
+	if err := validateEffect(o.Effect, o.EffectSQL); err != nil {
 		return o, err
 	}
 	o = o.withDefaults()
@@ -145,21 +155,26 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		if err == nil {
 			err = st.Migrate(ctx)
 		}
-		return serveAS4[pgx.Tx](ctx, env, &o, db, db.pg, st, err)
+		return serveAS4[pgx.Tx](ctx, env, &o, db, db.pg, st, pgTxExec, err)
 	}
 	st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
 	if err == nil {
 		err = st.Migrate(ctx)
 	}
-	return serveAS4[*sql.Tx](ctx, env, &o, db, db.lite, st, err)
+	return serveAS4[*sql.Tx](ctx, env, &o, db, db.lite, st, sqlTxExec, err)
 }
 
 // serveAS4 runs the AS4 endpoint until ctx is done, then stops accepting,
 // lets the requests in flight finish and returns.
-func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx], st as4.Store[TTx], migrateErr error) int {
+func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx], st as4.Store[TTx],
+	exec txExecFunc[TTx], migrateErr error) int {
 	if migrateErr != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve: AS4 tables:", migrateErr)
 		return ExitFailure
+	}
+	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
 	o.ops.setup()
@@ -171,6 +186,7 @@ func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbox
 	defer stopOps()
 	h, err := as4.New(driver, as4.Config[TTx]{
 		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: []txinbox.Hook{o.ops.metrics}}, Logger: logger,
+		Deliver: serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 	})
 	if err != nil {

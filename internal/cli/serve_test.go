@@ -17,6 +17,7 @@ import (
 
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/store/sqlitestore"
 	"github.com/txinbox/txinbox/internal/testdb"
 )
 
@@ -308,4 +309,68 @@ func TestServeOpsFlags(t *testing.T) {
 			t.Errorf("%s: code %d, %q", tc.flag, code, errs)
 		}
 	}
+}
+
+// TestServeEffects: --effect outbox copies the payload into the outbox
+// table once, --effect sql runs the configured statement once per new
+// message, and a statement that does not prepare stops serve at start.
+func TestServeEffects(t *testing.T) {
+	t.Parallel()
+	count := func(t *testing.T, path, q string) int {
+		t.Helper()
+		d, err := sqlitestore.Open(path, sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var n int
+		if err := d.DB().QueryRow(q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t.Run("outbox", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "o.db")
+		url, stop, errs := startServe(t, "--db", path, "--effect", "outbox", "--no-purge")
+		postReceipt(t, url)
+		postReceipt(t, url)
+		if code := stop(); code != cli.ExitOK {
+			t.Fatalf("serve exited %d: %s", code, errs)
+		}
+		if n := count(t, path, `SELECT count(*) FROM txinbox_outbox WHERE CAST(payload AS TEXT) = '<invoice>42</invoice>'`); n != 1 {
+			t.Errorf("%d outbox rows, want 1", n)
+		}
+	})
+	t.Run("sql", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "s.db")
+		d, err := sqlitestore.Open(path, sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.DB().Exec(`CREATE TABLE received (scope TEXT, msgid TEXT, sender TEXT, action TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		url, stop, errs := startServe(t, "--db", path, "--effect", "sql", "--no-purge",
+			"--effect-sql", "INSERT INTO received (scope, msgid, sender, action) VALUES ($1, $3, $4, $7)")
+		postReceipt(t, url)
+		postReceipt(t, url)
+		if code := stop(); code != cli.ExitOK {
+			t.Fatalf("serve exited %d: %s", code, errs)
+		}
+		if n := count(t, path, `SELECT count(*) FROM received WHERE msgid = 'serve-1@test' AND sender = 'a' AND action = 'act'`); n != 1 {
+			t.Errorf("%d rows from --effect-sql, want 1", n)
+		}
+	})
+	t.Run("bad-statement", func(t *testing.T) {
+		_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "b.db"), "--as4-listen", "127.0.0.1:0",
+			"--effect", "sql", "--effect-sql", "INSERT INTO nowhere VALUES ($1)")
+		if code != cli.ExitUsage || !strings.Contains(errs, "--effect-sql statement 1") {
+			t.Errorf("code %d, %q", code, errs)
+		}
+		_, errs, code = run(t, "serve", "--db", filepath.Join(t.TempDir(), "c.db"), "--as4-listen", "127.0.0.1:0", "--effect", "sql")
+		if code != cli.ExitUsage || !strings.Contains(errs, "needs at least one --effect-sql") {
+			t.Errorf("code %d, %q", code, errs)
+		}
+	})
 }

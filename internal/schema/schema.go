@@ -40,6 +40,7 @@ type Tables struct {
 	Drift       string
 	Checkpoints string
 	Audit       string
+	Outbox      string
 	Migrations  string
 }
 
@@ -55,16 +56,16 @@ func NewTables(schema, prefix string) Tables {
 	}
 	return Tables{
 		Prefix: prefix, Inbox: q("inbox"), Attempts: q("attempts"), DeadLetters: q("dead_letters"),
-		Drift: q("drift"), Checkpoints: q("checkpoints"), Audit: q("audit"), Migrations: q("schema_migrations"),
+		Drift: q("drift"), Checkpoints: q("checkpoints"), Audit: q("audit"), Outbox: q("outbox"), Migrations: q("schema_migrations"),
 	}
 }
 
 // Expand replaces the {inbox}, {attempts}, {dead_letters}, {drift},
-// {checkpoints}, {audit}, {migrations} and {prefix} placeholders of a SQL template.
+// {checkpoints}, {audit}, {outbox}, {migrations} and {prefix} placeholders of a SQL template.
 func (t Tables) Expand(sql string) string {
 	return strings.NewReplacer(
 		"{inbox}", t.Inbox, "{attempts}", t.Attempts, "{dead_letters}", t.DeadLetters,
-		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{audit}", t.Audit, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
+		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{audit}", t.Audit, "{outbox}", t.Outbox, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
 	).Replace(sql)
 }
 

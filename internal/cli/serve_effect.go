@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/edi/ebms"
+)
+
+// Effect modes of serve: what runs, in the inbox transaction, for each new
+// message, for users who do not write Go.
+const (
+	effectNone   = "none"   // the AS4 tables only
+	effectOutbox = "outbox" // plus each payload copied to the outbox table
+	effectSQL    = "sql"    // plus the configured statements
+)
+
+// sqlParams documents the parameters bound to --effect-sql statements. A
+// statement receives $1 up to the highest it names; PostgreSQL needs each
+// of those to appear (or be cast, e.g. $4::text) to know its type.
+const sqlParams = "$1 scope, $2 inbox key, $3 ebMS MessageId, $4 From PartyId, $5 To PartyId, $6 Service, " +
+	"$7 Action, $8 ConversationId, $9 first payload (bytes, or NULL), $10 received_at"
+
+// statements is a repeatable string flag.
+type statements []string
+
+func (s *statements) String() string { return strings.Join(*s, "; ") }
+
+// Set adds one statement.
+func (s *statements) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("empty statement")
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+func validateEffect(mode string, stmts []string) error {
+	switch mode {
+	case effectNone, effectOutbox:
+		if len(stmts) > 0 {
+			return fmt.Errorf("--effect-sql needs --effect sql (it is %s)", mode)
+		}
+	case effectSQL:
+		if len(stmts) == 0 {
+			return fmt.Errorf("--effect sql needs at least one --effect-sql statement (parameters: %s)", sqlParams)
+		}
+	default:
+		return fmt.Errorf("--effect %q: use none, outbox or sql", mode)
+	}
+	return nil
+}
+
+// checkStatements prepares each statement once at start, so that a typo
+// fails serve now rather than every message later.
+func checkStatements(ctx context.Context, db *inboxDB, stmts []string) error {
+	for i, s := range stmts {
+		var err error
+		if db.pg != nil {
+			c, cerr := db.pg.Pool().Acquire(ctx)
+			if cerr != nil {
+				return cerr
+			}
+			_, err = c.Conn().Prepare(ctx, "", s)
+			c.Release()
+		} else {
+			st, perr := db.lite.DB().PrepareContext(ctx, s)
+			if perr == nil {
+				st.Close()
+			}
+			err = perr
+		}
+		if err != nil {
+			return fmt.Errorf("--effect-sql statement %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// serveDeliver returns the configured effect, run in the inbox transaction
+// after the AS4 tables are written.
+func serveDeliver[TTx any](mode string, stmts []string, outbox string, exec txExecFunc[TTx]) as4.DeliverFunc[TTx] {
+	switch mode {
+	case effectOutbox:
+		q := `INSERT INTO ` + outbox + ` (scope, message_id, part, source, content_type, payload) VALUES ($1, $2, $3, $4, $5, $6)`
+		return func(ctx context.Context, tx TTx, m *as4.Received) error {
+			for i, p := range m.Parts {
+				if err := exec(ctx, tx, q, m.Scope, m.Key, i, firstParty(m.UserMessage.From.IDs), p.ContentType, p.Data); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case effectSQL:
+		used := make([]int, len(stmts))
+		for i, s := range stmts {
+			used[i] = paramsUsed(s)
+		}
+		return func(ctx context.Context, tx TTx, m *as4.Received) error {
+			var payload []byte
+			if len(m.Parts) > 0 {
+				payload = m.Parts[0].Data
+			}
+			u := m.UserMessage
+			args := []any{m.Scope, m.Key, u.MessageID, firstParty(u.From.IDs), firstParty(u.To.IDs),
+				u.Service.Value, u.Action, u.ConversationID, payload, m.ReceivedAt}
+			for i, s := range stmts {
+				// Bound as parameters, never spliced into the text; each
+				// statement gets as many as it names.
+				if err := exec(ctx, tx, s, args[:used[i]]...); err != nil {
+					return fmt.Errorf("--effect-sql statement %d: %w", i+1, err)
+				}
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+var paramRE = regexp.MustCompile(`\$([0-9]+)`)
+
+// paramsUsed is the highest $N a statement names (at most 10).
+func paramsUsed(s string) int {
+	n := 0
+	for _, m := range paramRE.FindAllStringSubmatch(s, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n = max(n, min(v, 10))
+	}
+	return n
+}
+
+func firstParty(ids []ebms.PartyID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0].ID
+}
