@@ -186,7 +186,7 @@ func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbox
 	defer stopOps()
 	h, err := as4.New(driver, as4.Config[TTx]{
 		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: []txinbox.Hook{o.ops.metrics}}, Logger: logger,
-		Deliver: serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
+		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 	})
 	if err != nil {

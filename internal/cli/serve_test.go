@@ -17,8 +17,8 @@ import (
 
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/internal/cli"
-	"github.com/txinbox/txinbox/store/sqlitestore"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // lineWriter is a command's stdout that hands each line to a channel.
