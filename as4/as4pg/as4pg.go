@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -112,4 +113,15 @@ func (s *Store) Receipt(ctx context.Context, scope, key string) (as4.StoredRecei
 		return r, as4.ErrNotFound
 	}
 	return r, err
+}
+
+// Purge deletes up to limit messages received before before, with their
+// payloads, in one short transaction, skipping rows that others hold
+// locks on. It returns how many messages it deleted.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, s.t.Expand(`WITH v AS (
+	SELECT scope, message_key FROM {messages} WHERE received_at < $1 ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+p AS (DELETE FROM {payloads} d USING v WHERE d.scope = v.scope AND d.message_key = v.message_key)
+DELETE FROM {messages} m USING v WHERE m.scope = v.scope AND m.message_key = v.message_key`), before, limit)
+	return tag.RowsAffected(), err
 }

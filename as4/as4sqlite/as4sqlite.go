@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/internal/as4sql"
@@ -109,4 +110,26 @@ func (s *Store) Receipt(ctx context.Context, scope, key string) (as4.StoredRecei
 		return r, as4.ErrNotFound
 	}
 	return r, err
+}
+
+// Purge deletes up to limit messages received before before, with their
+// payloads, in one short transaction. It returns how many messages it
+// deleted.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int64, error) {
+	at := before.UTC().Format("2006-01-02T15:04:05.000000000Z")
+	victims := `SELECT scope, message_key FROM {messages} WHERE received_at < ? ORDER BY received_at LIMIT ?`
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if _, err := tx.ExecContext(ctx, s.t.Expand(`DELETE FROM {payloads} WHERE (scope, message_key) IN (`+victims+`)`), at, limit); err != nil {
+		return 0, err
+	}
+	r, err := tx.ExecContext(ctx, s.t.Expand(`DELETE FROM {messages} WHERE (scope, message_key) IN (`+victims+`)`), at, limit)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := r.RowsAffected()
+	return n, tx.Commit()
 }

@@ -178,6 +178,11 @@ func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbox
 	}
 	logger := o.ops.logger(env.Stderr)
 	o.ops.setup()
+	if p, ok := any(st).(interface {
+		Purge(context.Context, time.Time, int) (int64, error)
+	}); ok {
+		o.ops.alsoPurge = p.Purge // AS4 messages expire with the inbox rows
+	}
 	stopOps, err := o.ops.start(ctx, env, logger, db)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", err)

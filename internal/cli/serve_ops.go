@@ -31,6 +31,9 @@ type serveOps struct {
 	NoPurge       bool
 
 	retention time.Duration
+	// alsoPurge, if set, purges tables outside the inbox (the AS4
+	// messages) with the same retention, batch by batch.
+	alsoPurge func(ctx context.Context, before time.Time, limit int) (int64, error)
 	metrics   *prom.Metrics
 	registry  *prometheus.Registry
 	ready     *atomic.Bool // set in setup: the options struct is copied by value before
@@ -95,7 +98,7 @@ func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db 
 		})
 	}
 	if !o.NoPurge {
-		pg, err := purger.New(db.admin.(store.Purger), purger.Config{Retention: o.retention, Interval: o.PurgeInterval,
+		pg, err := purger.New(purgeAlso{db.admin.(store.Purger), o.alsoPurge}, purger.Config{Retention: o.retention, Interval: o.PurgeInterval,
 			Logger: logger, OnBatch: o.metrics.OnPurgeBatch})
 		if err != nil {
 			return nil, err
@@ -135,4 +138,21 @@ func (o *serveOps) mux(db *inboxDB) *http.ServeMux {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// purgeAlso purges the inbox, then, with the same cutoff and limit, the
+// tables of also.
+type purgeAlso struct {
+	store.Purger
+	also func(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// PurgeBatch purges one batch of each.
+func (p purgeAlso) PurgeBatch(ctx context.Context, req store.PurgeRequest) (store.PurgeResult, error) {
+	res, err := p.Purger.PurgeBatch(ctx, req)
+	if err != nil || req.DryRun || p.also == nil {
+		return res, err
+	}
+	res.Other, err = p.also(ctx, req.Before, req.Limit)
+	return res, err
 }

@@ -123,11 +123,12 @@ func (pg *Purger) Round(ctx context.Context) (total store.PurgeResult, err error
 		}
 		took := time.Since(start)
 		total.Inbox, total.Attempts, total.Drift = total.Inbox+res.Inbox, total.Attempts+res.Attempts, total.Drift+res.Drift
+		total.Other += res.Other
 		if pg.cfg.OnBatch != nil {
 			pg.cfg.OnBatch(res, took)
 		}
 		pg.adapt(took)
-		if res.Inbox < limit && res.Attempts < limit && res.Drift < limit {
+		if res.Inbox < limit && res.Attempts < limit && res.Drift < limit && res.Other < limit {
 			return total, nil
 		}
 		select {

@@ -105,6 +105,9 @@ func (m *Metrics) OnPurgeBatch(r store.PurgeResult, took time.Duration) {
 	m.purged.WithLabelValues("inbox").Add(float64(r.Inbox))
 	m.purged.WithLabelValues("attempts").Add(float64(r.Attempts))
 	m.purged.WithLabelValues("drift").Add(float64(r.Drift))
+	if r.Other > 0 {
+		m.purged.WithLabelValues("other").Add(float64(r.Other))
+	}
 	m.purgeDuration.Observe(took.Seconds())
 }
 
