@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txinbox/txinbox/internal/testdb"
 )
@@ -54,10 +55,17 @@ type demoResult struct {
 // runBin runs the txinbox binary and returns stdout, stderr and the exit code.
 func runBin(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), txinboxBin, args...)
+	// A hang fails this run with its output instead of the whole binary
+	// at go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, txinboxBin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("txinbox %v did not finish within 5 minutes\nstdout: %s\nstderr: %s", args, out.String(), errb.String())
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
