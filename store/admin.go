@@ -13,6 +13,9 @@ type Admin interface {
 	Migrate(ctx context.Context) error
 	// Stats counts the rows of each inbox table.
 	Stats(ctx context.Context) (Stats, error)
+	// ScopeStats counts per scope; rows received before expiredBefore
+	// count as expired (waiting for the purge). It scans the tables.
+	ScopeStats(ctx context.Context, expiredBefore time.Time) ([]ScopeStats, error)
 	// ListDrift returns drift records, newest first.
 	ListDrift(ctx context.Context, f ListFilter) ([]DriftRecord, error)
 	// ListDeadLetters returns dead letters, newest first.
@@ -74,6 +77,17 @@ type Stats struct {
 	DeadLetters int64
 	Drift       int64
 	OldestInbox time.Time // zero when the inbox is empty
+}
+
+// ScopeStats are the counts of one scope.
+type ScopeStats struct {
+	Scope       string
+	Inbox       int64
+	Expired     int64     // inbox rows received before the cutoff
+	OldestInbox time.Time // zero when the scope has no inbox row
+	Attempts    int64     // messages with failed attempts, not processed
+	DeadLetters int64     // not dropped
+	Drift       int64
 }
 
 // DriftRecord is a stored DriftRow.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -51,21 +52,34 @@ func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra
 }
 
 func runStatus(ctx context.Context, env *Env, args []string) int {
-	f, db, _, code := parseAdmin(ctx, env, "status", args, nil)
+	var retention string
+	f, db, _, code := parseAdmin(ctx, env, "status", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&retention, "retention", "30d", "rows received longer ago than this count as expired (waiting for the purge)")
+	})
 	if code != ExitOK {
 		return code
 	}
 	defer db.close()
+	keep, err := parseRetention(retention)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox status: --retention:", err)
+		return ExitUsage
+	}
+	cutoff := time.Now().Add(-keep)
 	s, err := db.admin.Stats(ctx)
+	var scopes []store.ScopeStats
+	if err == nil {
+		scopes, err = db.admin.ScopeStats(ctx, cutoff)
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox status: %s: %v (did you run txinbox migrate?)\n", db.where, err)
 		return ExitFailure
 	}
+	if f.scope != "" {
+		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != f.scope })
+	}
 	if f.json {
-		json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout
-			"db": db.kind, "inbox": s.Inbox, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-			"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox)})
-		return ExitOK
+		return printStatusJSON(env, db, s, scopes, retention)
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
@@ -76,7 +90,27 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	fmt.Fprintf(w, "messages with failed attempts\t%d\n", s.Attempts)
 	fmt.Fprintf(w, "dead letters\t%d\n", s.DeadLetters)
 	fmt.Fprintf(w, "drift records\t%d\n", s.Drift)
+	fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retention)
+	for _, x := range scopes {
+		oldest := "-"
+		if !x.OldestInbox.IsZero() {
+			oldest = x.OldestInbox.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%d\n", x.Scope, x.Inbox, x.Expired, oldest, x.Attempts, x.DeadLetters, x.Drift)
+	}
 	w.Flush()
+	return ExitOK
+}
+
+func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string) int {
+	per := make([]map[string]any, len(scopes))
+	for i, x := range scopes {
+		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
+			"failing": x.Attempts, "dead_letters": x.DeadLetters, "drift": x.Drift}
+	}
+	json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout
+		"db": db.kind, "inbox": s.Inbox, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
+		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retention, "scopes": per})
 	return ExitOK
 }
 

@@ -70,6 +70,13 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["inbox"] != 1.0 || st["drift"] != 1.0 || st["dead_letters"] != 1.0 {
 		t.Errorf("status: %d %q", code, out)
 	}
+	if scopes, _ := st["scopes"].([]any); len(scopes) != 1 || scopes[0].(map[string]any)["scope"] != "s" ||
+		scopes[0].(map[string]any)["inbox"] != 1.0 || scopes[0].(map[string]any)["expired"] != 0.0 {
+		t.Errorf("status scopes: %v", st["scopes"])
+	}
+	if out, _, code := run(t, "status", "--db", db); code != 0 || !strings.Contains(out, "EXPIRED (> 30d)") {
+		t.Errorf("status table: %d %q", code, out)
+	}
 	out, _, code = run(t, "drift", "list", "--db", db)
 	if code != 0 || !strings.Contains(out, "STORED SHA-256") || strings.Count(out, "\n") != 2 {
 		t.Errorf("drift: %d %q", code, out)

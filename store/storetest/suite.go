@@ -151,6 +151,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"CheckpointStopsBeforeRetry", testCheckpoint[TTx]},
 		{"PurgeExpiredInBoundedBatches", testPurge[TTx]},
 		{"InspectForgetDrop", testInspectForgetDrop[TTx]},
+		{"ScopeStats", testScopeStats[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 	}
 	for _, tc := range tests {
@@ -693,4 +694,34 @@ func testInspectForgetDrop[TTx any](f *fixture[TTx]) {
 		f.t.Errorf("GetDeadLetter(missing) = %v, %v", ok, err)
 	}
 	wantOutcomes(f.t, f.process(p, msg("dead", "D")), txinbox.DeadLettered)
+}
+
+func testScopeStats[TTx any](f *fixture[TTx]) {
+	p := f.processor(txinbox.Config[TTx]{}, func(m *txinbox.Message) error {
+		if m.ID == "fails" {
+			return errBoom
+		}
+		return nil
+	})
+	old := msg("old", "x")
+	old.ReceivedAt = time.Now().Add(-40 * 24 * time.Hour)
+	other := msg("o-1", "x")
+	other.Scope = "billing"
+	f.process(p, old, msg("new", "x"), msg("fails", "x"), other)
+	f.process(p, msg("new", "y")) // drift
+	stats, err := f.d.(store.Admin).ScopeStats(f.ctx, time.Now().Add(-30*24*time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(stats) != 2 || stats[0].Scope != "billing" || stats[1].Scope != scope {
+		f.t.Fatalf("ScopeStats = %+v", stats)
+	}
+	b, e := stats[0], stats[1]
+	if b.Inbox != 1 || b.Expired != 0 || b.Attempts != 0 {
+		f.t.Errorf("billing = %+v", b)
+	}
+	if e.Inbox != 2 || e.Expired != 1 || e.Attempts != 1 || e.Drift != 1 || e.DeadLetters != 0 ||
+		e.OldestInbox.After(time.Now().Add(-39*24*time.Hour)) {
+		f.t.Errorf("%s = %+v", scope, e)
+	}
 }
