@@ -29,8 +29,14 @@ type serveOps struct {
 	Retention     string
 	PurgeInterval time.Duration
 	NoPurge       bool
+	// RetryWindow is how long senders may resend a message (the AS4
+	// partners' retry window); the retention must cover it.
+	RetryWindow string
+	// AcceptShortRetention accepts a retention shorter than RetryWindow.
+	AcceptShortRetention bool
 
-	retention time.Duration
+	retention      time.Duration
+	shortRetention bool // accepted by --accept-short-retention: logged at start
 	// alsoPurge, if set, purges tables outside the inbox (the AS4
 	// messages) with the same retention, batch by batch.
 	alsoPurge func(ctx context.Context, before time.Time, limit int) (int64, error)
@@ -45,6 +51,9 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
 	fs.DurationVar(&o.PurgeInterval, "purge-interval", time.Minute, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
+	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners) may resend a message; --retention must be at least this")
+	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
+		"start although --retention is shorter than --retry-window (a resend after the retention is processed again)")
 }
 
 func (o *serveOps) validate() error {
@@ -53,6 +62,15 @@ func (o *serveOps) validate() error {
 		return fmt.Errorf("--retention: %w", err)
 	}
 	o.retention = d
+	window, err := parseRetention(o.RetryWindow)
+	if err != nil {
+		return fmt.Errorf("--retry-window: %w", err)
+	}
+	if d < window && !o.AcceptShortRetention {
+		return fmt.Errorf("--retention %s is shorter than --retry-window %s: a sender's resend after %s would be processed "+
+			"again; raise --retention, or pass --accept-short-retention to accept it", o.Retention, o.RetryWindow, o.Retention)
+	}
+	o.shortRetention = d < window
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: use text or json", o.LogFormat)
 	}
@@ -107,6 +125,10 @@ func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db 
 		done := make(chan struct{})
 		go func() { defer close(done); pg.Run(pctx) }() //nolint:errcheck // ends with ctx
 		logger.Info("txinbox: purger started", "retention", o.retention.String(), "interval", o.PurgeInterval.String())
+		if o.shortRetention {
+			logger.Warn("txinbox: retention shorter than the senders' retry window, accepted by --accept-short-retention",
+				"retention", o.Retention, "retry_window", o.RetryWindow)
+		}
 		stops = append(stops, func() { cancel(); <-done })
 	}
 	return func() {

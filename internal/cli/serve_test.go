@@ -374,3 +374,20 @@ func TestServeEffects(t *testing.T) {
 		}
 	})
 }
+
+// TestServeRefusesRetentionShorterThanRetryWindow: the retention must cover
+// how long senders may resend, unless the operator accepts it.
+func TestServeRefusesRetentionShorterThanRetryWindow(t *testing.T) {
+	t.Parallel()
+	_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "r.db"), "--as4-listen", "127.0.0.1:0",
+		"--retention", "3d", "--retry-window", "7d")
+	if code != cli.ExitUsage || !strings.Contains(errs, "--retention 3d is shorter than --retry-window 7d") {
+		t.Errorf("code %d, %q", code, errs)
+	}
+	url, stop, errs2 := startServe(t, "--db", filepath.Join(t.TempDir(), "a.db"), "--retention", "3d", "--retry-window", "7d",
+		"--accept-short-retention", "--log-format", "json")
+	postReceipt(t, url)
+	if code := stop(); code != cli.ExitOK || !strings.Contains(errs2.String(), "accepted by --accept-short-retention") {
+		t.Errorf("accepted: exit %d, log %s", code, errs2)
+	}
+}
