@@ -23,7 +23,7 @@ func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.
 	if res == nil {
 		res = make([]txinbox.Result, len(batch)) // a usage error: nothing committed
 	}
-	c.stats.count(res)
+	c.stats.outcomes.Count(res)
 	var failDelay time.Duration
 	if err != nil {
 		c.failures++

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/outcomes"
 )
 
 // Stats counts what a Consumer did since it was created.
@@ -32,7 +33,7 @@ type Stats struct {
 }
 
 type stats struct {
-	outcomes             [txinbox.DeadLettered + 1]atomic.Int64
+	outcomes             outcomes.Counter
 	acked                atomic.Int64
 	multipleAcks         atomic.Int64
 	ackErrors            atomic.Int64
@@ -42,23 +43,15 @@ type stats struct {
 	deadLettersPublished atomic.Int64
 }
 
-func (s *stats) count(res []txinbox.Result) {
-	for _, r := range res {
-		if r.Outcome >= txinbox.Processed && r.Outcome <= txinbox.DeadLettered {
-			s.outcomes[r.Outcome].Add(1)
-		}
-	}
-}
-
 // Stats returns a snapshot of the consumer's counters.
 func (c *Consumer[TTx]) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Processed:            s.outcomes[txinbox.Processed].Load(),
-		Duplicates:           s.outcomes[txinbox.Duplicate].Load(),
-		Drift:                s.outcomes[txinbox.Drift].Load(),
-		DeadLettered:         s.outcomes[txinbox.DeadLettered].Load(),
-		Retries:              s.outcomes[txinbox.Retry].Load(),
+		Processed:            s.outcomes.Load(txinbox.Processed),
+		Duplicates:           s.outcomes.Load(txinbox.Duplicate),
+		Drift:                s.outcomes.Load(txinbox.Drift),
+		DeadLettered:         s.outcomes.Load(txinbox.DeadLettered),
+		Retries:              s.outcomes.Load(txinbox.Retry),
 		Acked:                s.acked.Load(),
 		MultipleAcks:         s.multipleAcks.Load(),
 		AckErrors:            s.ackErrors.Load(),

@@ -115,7 +115,7 @@ func (c *Consumer[TTx]) processChunk(ctx context.Context, cl *kgo.Client, tp top
 	for acked < len(res) && res[acked].Outcome.Ack() {
 		acked++
 	}
-	c.stats.count(res)
+	c.stats.outcomes.Count(res)
 	var pause time.Duration
 	switch {
 	case err != nil:

@@ -26,7 +26,7 @@ func (c *Consumer[TTx]) handle(ctx context.Context, msgs []types.Message) {
 	if res == nil {
 		res = make([]txinbox.Result, len(msgs)) // a usage error: nothing committed
 	}
-	c.stats.count(res)
+	c.stats.outcomes.Count(res)
 	var failDelay time.Duration
 	if err != nil {
 		c.failures++

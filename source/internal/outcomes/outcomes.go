@@ -1,0 +1,26 @@
+// Package outcomes counts processing outcomes for the sources' Stats.
+package outcomes
+
+import (
+	"sync/atomic"
+
+	"github.com/txinbox/txinbox"
+)
+
+// Counter counts results by outcome; safe for concurrent use.
+type Counter struct {
+	n [txinbox.DeadLettered + 1]atomic.Int64
+}
+
+// Count adds each result's outcome (zero outcomes, of batches that did not
+// commit, are not counted).
+func (c *Counter) Count(res []txinbox.Result) {
+	for _, r := range res {
+		if r.Outcome >= txinbox.Processed && r.Outcome <= txinbox.DeadLettered {
+			c.n[r.Outcome].Add(1)
+		}
+	}
+}
+
+// Load returns the count of o.
+func (c *Counter) Load(o txinbox.Outcome) int64 { return c.n[o].Load() }
