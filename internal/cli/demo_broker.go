@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -281,7 +282,7 @@ func (b *demoBroker) requeue() {
 	for s := range b.inflight {
 		seqs = append(seqs, s)
 	}
-	sortInt64s(seqs)
+	slices.Sort(seqs)
 	again := make([]int, 0, len(seqs)+len(b.pending))
 	for _, s := range seqs {
 		again = append(again, b.inflight[s])

@@ -1,11 +1,6 @@
 package cli
 
-import (
-	"slices"
-	"sync"
-)
-
-func sortInt64s(s []int64) { slices.Sort(s) }
+import "sync"
 
 // tailBuffer keeps the last 4 KiB written to it (a child's stderr).
 type tailBuffer struct {

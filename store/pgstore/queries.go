@@ -47,16 +47,12 @@ INSERT INTO {dead_letters} (scope, message_id, source, source_position, partitio
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13)
 ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`),
 	}
-	q.init2(t)
-	return q
-}
-
-// init2 adds the checkpoint statements.
-func (q *queries) init2(t schema.Tables) {
+	// The partition watermarks: a lower position never moves one back.
 	q.checkpoint = t.Expand(`
 INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
 	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
+	return q
 }
