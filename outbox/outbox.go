@@ -1,0 +1,86 @@
+// Package outbox sends the rows a handler wrote to the outbox table, in the
+// inbox transaction, to a target (Kafka, AMQP, HTTP, AS4), marking each row
+// sent only after the target confirmed it. Every row carries a stable id, so
+// the receiver's own inbox drops the copies at-least-once delivery makes.
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Entry is one row to add to the outbox in a handler's transaction.
+type Entry struct {
+	// Scope and MessageID name the inbox message that produced the row;
+	// with Part they are the row's stable id. Required.
+	Scope     string
+	MessageID string
+	Part      int
+	// Source is free text describing where the row came from.
+	Source string
+	// Topic routes the row: a Kafka topic, an AMQP routing key, a partner
+	// name for AS4. Targets say how they read it.
+	Topic string
+	// Key orders rows: with Config.Ordered, rows with the same Key are
+	// sent one at a time in the order of creation. Also the Kafka record key.
+	Key         string
+	ContentType string
+	Headers     map[string]string
+	Payload     []byte
+}
+
+// Message is one outbox row handed to a Target.
+type Message struct {
+	ID          int64 // the row's id, in order of creation
+	Scope       string
+	MessageID   string
+	Part        int
+	Source      string
+	Topic       string
+	Key         string
+	ContentType string
+	Headers     map[string]string
+	Payload     []byte
+	CreatedAt   time.Time
+	Attempt     int // 1 for the first try
+}
+
+// StableID is the row's id across resends: "scope/message_id/part". A
+// receiver deduplicates on it (HTTP Idempotency-Key, Kafka header
+// txinbox-id, AMQP message-id, AS4 MessageId derived from it).
+func (m *Message) StableID() string {
+	return fmt.Sprintf("%s/%s/%d", m.Scope, m.MessageID, m.Part)
+}
+
+// Receipt is what a target returned as proof of delivery (an AS4 receipt
+// signal, say); it is stored with the row. May be nil.
+type Receipt []byte
+
+// Target sends one message. It returns only once the receiver confirmed it
+// (publisher confirm, 2xx, AS4 receipt). An error wrapped with Permanent
+// fails the row at once; any other error is retried with backoff.
+type Target interface {
+	Send(ctx context.Context, m *Message) (Receipt, error)
+}
+
+// PermanentError marks a send that retrying cannot fix.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so that the relay fails the row without retrying.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err was wrapped with Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
