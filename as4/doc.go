@@ -40,4 +40,11 @@
 // Concurrent posts are grouped into batches by the processor's Submit: one
 // transaction commits many messages under load, and the database sees at
 // most Inbox.Concurrency transactions whatever the number of connections.
+//
+// Client is the sending side: Send posts an Outgoing user message
+// (multipart/related, SOAP 1.2, payloads as cid: attachments) and returns
+// the partner's receipt, or a *SendError that says whether the partner
+// refused the message for good (IsPermanent) or it may be resent.
+// DeriveMessageID makes the MessageId of a resend the same. Nothing is
+// signed or encrypted; docs/as4.md, section Sending, has the details.
 package as4
