@@ -84,3 +84,34 @@ func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
 }
+
+// RetryAfterError asks the relay to wait at least After before the next
+// attempt (an HTTP Retry-After, say). The wait is never shorter than the
+// relay's own backoff.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.Err, e.After)
+}
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so that the relay waits at least d before the next
+// attempt of the row.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Err: err, After: d}
+}
+
+// retryAfter returns the wait an error asked for, or 0.
+func retryAfter(err error) time.Duration {
+	var r *RetryAfterError
+	if errors.As(err, &r) && r.After > 0 {
+		return r.After
+	}
+	return 0
+}

@@ -75,11 +75,12 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "txinbox status: %s: %v (did you run txinbox migrate?)\n", db.where, err)
 		return ExitFailure
 	}
+	ob, obErr := db.outboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
 	if f.scope != "" {
 		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != f.scope })
 	}
 	if f.json {
-		return printStatusJSON(env, db, s, scopes, retention)
+		return printStatusJSON(env, db, s, scopes, retention, outboxJSON(ob, obErr))
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
@@ -90,6 +91,7 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	fmt.Fprintf(w, "messages with failed attempts\t%d\n", s.Attempts)
 	fmt.Fprintf(w, "dead letters\t%d\n", s.DeadLetters)
 	fmt.Fprintf(w, "drift records\t%d\n", s.Drift)
+	printOutboxStatus(w, ob, obErr)
 	fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retention)
 	for _, x := range scopes {
 		oldest := "-"
@@ -102,7 +104,7 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	return ExitOK
 }
 
-func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string) int {
+func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string, ob any) int {
 	per := make([]map[string]any, len(scopes))
 	for i, x := range scopes {
 		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
@@ -110,7 +112,7 @@ func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeS
 	}
 	json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout
 		"db": db.kind, "inbox": s.Inbox, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retention, "scopes": per})
+		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retention, "scopes": per, "outbox": ob})
 	return ExitOK
 }
 

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/txinbox/txinbox/outbox"
+	outboxamqp "github.com/txinbox/txinbox/outbox/target/amqp"
+	outboxhttp "github.com/txinbox/txinbox/outbox/target/http"
+	outboxkafka "github.com/txinbox/txinbox/outbox/target/kafka"
+)
+
+func init() {
+	register("relay", "send the outbox rows to Kafka, AMQP or HTTP until SIGTERM; relay list-failed|replay ID", runRelay)
+}
+
+// relayOptions configures the relay command; each field is one flag.
+type relayOptions struct {
+	db          dbFlags
+	target      string
+	kafkaBroker string
+	kafkaTopic  string
+	amqpURL     string
+	amqpExch    string
+	amqpKey     string
+	httpURL     string
+	ordered     bool
+	batch       int
+	concurrency int
+	maxAttempts int
+	sendTimeout time.Duration
+	once        bool
+	limit       int
+	json        bool
+}
+
+func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var o relayOptions
+	o.db.register(fs, env)
+	fs.StringVar(&o.target, "target", "", "where rows go: kafka, amqp or http")
+	fs.StringVar(&o.kafkaBroker, "kafka-brokers", env.Getenv("TXINBOX_KAFKA_BROKERS"), "Kafka seed brokers, host:port,... (env TXINBOX_KAFKA_BROKERS)")
+	fs.StringVar(&o.kafkaTopic, "kafka-topic", "", "Kafka topic of rows without a topic")
+	fs.StringVar(&o.amqpURL, "amqp-url", env.Getenv("TXINBOX_AMQP_URL"), "RabbitMQ URL, amqp://user:pass@host:5672/ (env TXINBOX_AMQP_URL)")
+	fs.StringVar(&o.amqpExch, "amqp-exchange", "", "AMQP exchange (default: the default exchange, where the routing key names a queue)")
+	fs.StringVar(&o.amqpKey, "amqp-routing-key", "", "AMQP routing key of rows without a topic")
+	fs.StringVar(&o.httpURL, "http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
+	fs.BoolVar(&o.ordered, "ordered", false, "send the rows of one key one at a time, in order")
+	fs.IntVar(&o.batch, "batch", 32, "rows per claim")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "sends at once")
+	fs.IntVar(&o.maxAttempts, "max-attempts", 10, "sends per row before it fails for good")
+	fs.DurationVar(&o.sendTimeout, "send-timeout", 30*time.Second, "time allowed for one send")
+	fs.BoolVar(&o.once, "once", false, "send what is due now, then exit")
+	fs.IntVar(&o.limit, "limit", 100, "list-failed: at most this many rows, newest first")
+	fs.BoolVar(&o.json, "json", false, "list-failed: print JSON lines")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return &o, fs, nil
+}
+
+// newTarget builds the target the flags name; the returned close releases
+// its connections.
+func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
+	switch o.target {
+	case "kafka":
+		if o.kafkaBroker == "" {
+			return nil, nil, errors.New("--target kafka needs --kafka-brokers")
+		}
+		t, err := outboxkafka.New(outboxkafka.Config{Brokers: strings.Split(o.kafkaBroker, ","), Topic: o.kafkaTopic})
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, t.Close, nil
+	case "amqp":
+		if o.amqpURL == "" {
+			return nil, nil, errors.New("--target amqp needs --amqp-url")
+		}
+		t, err := outboxamqp.New(outboxamqp.Config{URL: o.amqpURL, Exchange: o.amqpExch, RoutingKey: o.amqpKey, Channels: o.concurrency})
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, func() { t.Close() }, nil
+	case "http":
+		if o.httpURL == "" {
+			return nil, nil, errors.New("--target http needs --http-url")
+		}
+		t, err := outboxhttp.New(outboxhttp.Config{URL: o.httpURL})
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, func() {}, nil
+	case "":
+		return nil, nil, errors.New("--target is required: kafka, amqp or http")
+	}
+	return nil, nil, fmt.Errorf("--target %q: use kafka, amqp or http", o.target)
+}
+
+// outboxStore is the outbox table of db.
+func (db *inboxDB) outboxStore() outbox.Store {
+	if db.pg != nil {
+		return outbox.PostgreSQL(db.pg)
+	}
+	return outbox.SQLite(db.lite)
+}
+
+func runRelay(ctx context.Context, env *Env, args []string) int {
+	sub := "run"
+	if len(args) > 0 && (args[0] == "list-failed" || args[0] == "replay") {
+		sub, args = args[0], args[1:]
+	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		fmt.Fprintf(env.Stderr, "txinbox relay: unknown subcommand %q: use list-failed or replay ID (or flags to run)\n", args[0])
+		return ExitUsage
+	}
+	name := strings.TrimSuffix("relay "+sub, " run")
+	o, fs, err := parseRelayFlags(env, name, args)
+	if err != nil {
+		return ExitUsage
+	}
+	var target outbox.Target
+	if sub == "run" {
+		var closeTarget func()
+		if target, closeTarget, err = o.newTarget(); err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
+			return ExitUsage
+		}
+		defer closeTarget()
+	}
+	db, err := openDB(ctx, o.db, int32(min(max(o.concurrency, 1)+2, 64)))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
+		return ExitUsage
+	}
+	defer db.close()
+	st := db.outboxStore()
+	switch sub {
+	case "list-failed":
+		return relayListFailed(ctx, env, db, st, o)
+	case "replay":
+		return relayReplay(ctx, env, db, st, fs)
+	}
+	if err := db.admin.Migrate(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox relay: migrating %s: %v\n", db.where, err)
+		return ExitFailure
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	r, err := outbox.New(st, outbox.Config{Target: target, Ordered: o.ordered, BatchSize: o.batch, Concurrency: o.concurrency,
+		MaxAttempts: o.maxAttempts, SendTimeout: o.sendTimeout, LeaseDuration: max(2*time.Minute, 4*o.sendTimeout), Logger: logger})
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox relay:", flagNames(err))
+		return ExitUsage
+	}
+	if o.once {
+		n, err := r.RunOnce(ctx)
+		c := r.Counters()
+		fmt.Fprintf(env.Stdout, "sent %d, retrying %d, failed %d\n", n, c.Retried, c.Failed)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(env.Stderr, "txinbox relay: %s: %v\n", db.where, err)
+			return ExitFailure
+		}
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "relaying the outbox of %s to %s\n", db.where, o.target)
+	r.Run(ctx) //nolint:errcheck // nil: it runs until ctx is done
+	c := r.Counters()
+	fmt.Fprintf(env.Stdout, "stopped: sent %d, retried %d, failed %d\n", c.Sent, c.Retried, c.Failed)
+	return ExitOK
+}
+
+// flagNames turns a Config field in an error into the flag that sets it.
+func flagNames(err error) string {
+	return strings.NewReplacer("outbox: ", "", "Config.BatchSize", "--batch", "Config.Concurrency", "--concurrency",
+		"Config.MaxAttempts", "--max-attempts", "Config.SendTimeout", "--send-timeout").Replace(err.Error())
+}
+
+func relayListFailed(ctx context.Context, env *Env, db *inboxDB, st outbox.Store, o *relayOptions) int {
+	rows, err := st.ListFailed(ctx, o.limit)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox relay list-failed: %s: %v\n", db.where, err)
+		return ExitFailure
+	}
+	if o.json {
+		enc := json.NewEncoder(env.Stdout)
+		for _, r := range rows {
+			enc.Encode(map[string]any{"id": r.ID, "scope": r.Scope, "message_id": r.MessageID, "part": r.Part, //nolint:errcheck // stdout
+				"topic": r.Topic, "key": r.Key, "attempts": r.Attempts, "last_error": r.LastError,
+				"created_at": r.CreatedAt.UTC(), "failed_at": r.FailedAt.UTC()})
+		}
+		return ExitOK
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tFAILED\tSTABLE ID\tTOPIC\tKEY\tATTEMPTS\tLAST ERROR")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%s\t%s/%s/%d\t%s\t%s\t%d\t%s\n", r.ID, r.FailedAt.UTC().Format(time.RFC3339), r.Scope, r.MessageID,
+			r.Part, r.Topic, r.Key, r.Attempts, oneLine(r.LastError))
+	}
+	w.Flush()
+	return ExitOK
+}
+
+func relayReplay(ctx context.Context, env *Env, db *inboxDB, st outbox.Store, fs *flag.FlagSet) int {
+	if fs.NArg() != 1 {
+		fmt.Fprintln(env.Stderr, "txinbox relay replay: give one outbox row ID (from relay list-failed)")
+		return ExitUsage
+	}
+	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox relay replay: %q is not an outbox row ID\n", fs.Arg(0))
+		return ExitUsage
+	}
+	ok, err := st.Replay(ctx, id)
+	switch {
+	case err != nil:
+		fmt.Fprintf(env.Stderr, "txinbox relay replay: %s: %v\n", db.where, err)
+		return ExitFailure
+	case !ok:
+		fmt.Fprintf(env.Stderr, "txinbox relay replay: no failed outbox row with ID %d\n", id)
+		return ExitUsage
+	}
+	fmt.Fprintf(env.Stdout, "outbox row %d is due again: a running relay sends it\n", id)
+	return ExitOK
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// printOutboxStatus is the outbox part of txinbox status.
+func printOutboxStatus(w io.Writer, s outbox.Stats, err error) {
+	if err != nil {
+		fmt.Fprintf(w, "outbox\tunavailable: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "outbox unsent (backlog)\t%d (%d retrying)\n", s.Unsent, s.Retrying)
+	if !s.OldestUnsent.IsZero() {
+		fmt.Fprintf(w, "oldest unsent outbox row\t%s (%s ago)\n", s.OldestUnsent.UTC().Format(time.RFC3339),
+			time.Since(s.OldestUnsent).Round(time.Second))
+	}
+	fmt.Fprintf(w, "outbox failed\t%d\n", s.Failed)
+	fmt.Fprintf(w, "outbox sent (not purged)\t%d\n", s.Sent)
+}
+
+// outboxJSON is the outbox part of txinbox status --json.
+func outboxJSON(s outbox.Stats, err error) any {
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	age := any(nil)
+	if !s.OldestUnsent.IsZero() {
+		age = time.Since(s.OldestUnsent).Seconds()
+	}
+	return map[string]any{"unsent": s.Unsent, "retrying": s.Retrying, "oldest_unsent": timeOrNil(s.OldestUnsent),
+		"oldest_unsent_age_seconds": age, "failed": s.Failed, "sent": s.Sent}
+}

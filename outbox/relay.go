@@ -1,0 +1,210 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// recordTimeout bounds the transaction that records a batch's outcomes,
+// which runs even after the relay's context is done.
+const recordTimeout = 30 * time.Second
+
+// Relay sends the outbox rows of one Store to one Target. Any number of
+// relays, in one process or several, may share a table: each row is sent
+// by one relay at a time.
+//
+// Delivery is at least once: a row is marked sent only after the target
+// confirmed it, so a crash (or a lost database) between the confirm and
+// the mark sends the row again, with the same Message.StableID, which the
+// receiver deduplicates on.
+type Relay struct {
+	store Store
+	cfg   Config
+	owner string
+	seq   atomic.Uint64
+
+	claims, sent, retried, failed atomic.Uint64
+	sendNanos                     atomic.Int64
+}
+
+// Counters are a relay's running totals since New, for metrics.
+type Counters struct {
+	Claims   uint64        // claims that returned at least one row
+	Sent     uint64        // sends the target confirmed
+	Retried  uint64        // failed sends to retry
+	Failed   uint64        // rows failed for good
+	SendTime time.Duration // total time spent in the target's Send
+}
+
+// New returns a relay of the rows of s (PostgreSQL(driver) or
+// SQLite(driver)). Zero fields of cfg take their defaults; an invalid
+// field is an error naming it.
+func New(s Store, cfg Config) (*Relay, error) {
+	if s == nil {
+		return nil, errors.New("outbox: New: store is nil")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Relay{store: s, cfg: cfg, owner: newOwner()}, nil
+}
+
+// Counters returns the relay's running totals.
+func (r *Relay) Counters() Counters {
+	return Counters{Claims: r.claims.Load(), Sent: r.sent.Load(), Retried: r.retried.Load(), Failed: r.failed.Load(),
+		SendTime: time.Duration(r.sendNanos.Load())}
+}
+
+// Run sends rows until ctx is done, then lets the sends in flight finish,
+// records their outcomes and returns nil. Database errors are logged and
+// retried; Run returns an error only when it cannot start.
+func (r *Relay) Run(ctx context.Context) error {
+	wait := r.cfg.PollInterval
+	for {
+		claimed, _, err := r.batch(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			r.cfg.Logger.Error("outbox relay: claiming or recording failed; retrying", "error", err, "retry_in", wait)
+			wait = min(max(wait*2, 100*time.Millisecond), 10*time.Second)
+		case claimed > 0:
+			wait = r.cfg.PollInterval
+			continue
+		default:
+			wait = r.cfg.PollInterval
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce sends what is due now, batch after batch, until a claim finds
+// nothing due, and returns how many rows the target confirmed. Rows that
+// failed and wait for a retry are not waited for.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		claimed, sent, err := r.batch(ctx)
+		total += sent
+		if err != nil || claimed == 0 {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
+// batch claims rows, sends them and records the outcomes. It returns how
+// many rows it claimed and how many the target confirmed.
+func (r *Relay) batch(ctx context.Context) (claimed, sent int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	c, err := r.store.claim(ctx, claimSpec{n: r.cfg.BatchSize, ordered: r.cfg.Ordered, lease: r.cfg.LeaseDuration,
+		owner: r.owner + "-" + strconv.FormatUint(r.seq.Add(1), 10)})
+	if err != nil {
+		return 0, 0, fmt.Errorf("outbox: claim: %w", err)
+	}
+	msgs := c.messages()
+	if len(msgs) > 0 {
+		r.claims.Add(1)
+	}
+	// No send may outlive the claim: on SQLite another relay could take
+	// the rows over once the lease ends.
+	lastStart := start.Add(r.cfg.LeaseDuration - r.cfg.SendTimeout)
+	outs := make([]outcome, len(msgs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(r.cfg.Concurrency, len(msgs)) {
+		wg.Go(func() {
+			for i := range next {
+				if ctx.Err() != nil || time.Now().After(lastStart) {
+					continue // untouched: back to the queue
+				}
+				outs[i] = r.send(ctx, msgs[i])
+			}
+		})
+	}
+	for i := range msgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, o := range outs {
+		if o.kind == sentOK {
+			sent++
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := c.finish(rctx, outs); err != nil {
+		if sent > 0 {
+			r.cfg.Logger.Warn("outbox relay: sends were confirmed but not recorded; they will be sent again",
+				"rows", sent, "error", err)
+		}
+		return len(msgs), sent, fmt.Errorf("outbox: recording %d outcomes: %w", len(msgs), err)
+	}
+	return len(msgs), sent, nil
+}
+
+// send sends one message and decides its outcome. The send is not cut
+// short by the relay's context (the caller waits for sends in flight),
+// only by SendTimeout.
+func (r *Relay) send(ctx context.Context, m *Message) outcome {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.SendTimeout)
+	defer cancel()
+	start := time.Now()
+	receipt, err := safeSend(sctx, r.cfg.Target, m)
+	latency := time.Since(start)
+	r.sendNanos.Add(int64(latency))
+	ev := SendEvent{Message: m, Err: err, Latency: latency}
+	var o outcome
+	log := r.cfg.Logger.With("id", m.ID, "stable_id", m.StableID(), "attempt", m.Attempt)
+	switch {
+	case err == nil:
+		o = outcome{kind: sentOK, receipt: receipt}
+		ev.Result = Sent
+		r.sent.Add(1)
+	case IsPermanent(err) || m.Attempt >= r.cfg.MaxAttempts:
+		o = outcome{kind: failedForGood, err: errorText(err)}
+		ev.Result = Failed
+		r.failed.Add(1)
+		log.Error("outbox relay: row failed for good (replay it once fixed)", "error", err, "permanent", IsPermanent(err))
+	default:
+		delay := max(r.cfg.Backoff(m.Attempt), retryAfter(err))
+		o = outcome{kind: retryLater, err: errorText(err), delay: delay}
+		ev.Result = Retried
+		r.retried.Add(1)
+		log.Warn("outbox relay: send failed; will retry", "error", err, "retry_in", delay)
+	}
+	if r.cfg.OnSend != nil {
+		r.cfg.OnSend(ev)
+	}
+	return o
+}
+
+// safeSend turns a target's panic into an error: one bad row must not take
+// the relay down.
+func safeSend(ctx context.Context, t Target, m *Message) (rc Receipt, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rc, err = nil, fmt.Errorf("outbox: target panicked: %v", p)
+		}
+	}()
+	return t.Send(ctx, m)
+}
