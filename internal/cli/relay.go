@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/edi/ebms"
 	outboxamqp "github.com/txinbox/txinbox/outbox/target/amqp"
+	outboxas4 "github.com/txinbox/txinbox/outbox/target/as4"
 	outboxhttp "github.com/txinbox/txinbox/outbox/target/http"
 	outboxkafka "github.com/txinbox/txinbox/outbox/target/kafka"
 )
 
 func init() {
-	register("relay", "send the outbox rows to Kafka, AMQP or HTTP until SIGTERM; relay list-failed|replay ID", runRelay)
+	register("relay", "send the outbox rows to Kafka, AMQP, HTTP or an AS4 partner until SIGTERM; relay list-failed|replay ID", runRelay)
 }
 
 // relayOptions configures the relay command; each field is one flag.
@@ -33,6 +35,7 @@ type relayOptions struct {
 	amqpExch    string
 	amqpKey     string
 	httpURL     string
+	as4         as4Partner
 	ordered     bool
 	batch       int
 	concurrency int
@@ -48,13 +51,14 @@ func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag
 	fs.SetOutput(env.Stderr)
 	var o relayOptions
 	o.db.register(fs, env)
-	fs.StringVar(&o.target, "target", "", "where rows go: kafka, amqp or http")
+	fs.StringVar(&o.target, "target", "", "where rows go: kafka, amqp, http or as4")
 	fs.StringVar(&o.kafkaBroker, "kafka-brokers", env.Getenv("TXINBOX_KAFKA_BROKERS"), "Kafka seed brokers, host:port,... (env TXINBOX_KAFKA_BROKERS)")
 	fs.StringVar(&o.kafkaTopic, "kafka-topic", "", "Kafka topic of rows without a topic")
 	fs.StringVar(&o.amqpURL, "amqp-url", env.Getenv("TXINBOX_AMQP_URL"), "RabbitMQ URL, amqp://user:pass@host:5672/ (env TXINBOX_AMQP_URL)")
 	fs.StringVar(&o.amqpExch, "amqp-exchange", "", "AMQP exchange (default: the default exchange, where the routing key names a queue)")
 	fs.StringVar(&o.amqpKey, "amqp-routing-key", "", "AMQP routing key of rows without a topic")
 	fs.StringVar(&o.httpURL, "http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
+	o.as4.register(fs)
 	fs.BoolVar(&o.ordered, "ordered", false, "send the rows of one key one at a time, in order")
 	fs.IntVar(&o.batch, "batch", 32, "rows per claim")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "sends at once")
@@ -100,10 +104,16 @@ func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
 			return nil, nil, err
 		}
 		return t, func() {}, nil
+	case "as4":
+		t, err := o.as4.target(o.sendTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, func() {}, nil
 	case "":
-		return nil, nil, errors.New("--target is required: kafka, amqp or http")
+		return nil, nil, errors.New("--target is required: kafka, amqp, http or as4")
 	}
-	return nil, nil, fmt.Errorf("--target %q: use kafka, amqp or http", o.target)
+	return nil, nil, fmt.Errorf("--target %q: use kafka, amqp, http or as4", o.target)
 }
 
 // outboxStore is the outbox table of db.
@@ -265,4 +275,63 @@ func outboxJSON(s outbox.Stats, err error) any {
 	}
 	return map[string]any{"unsent": s.Unsent, "retrying": s.Retrying, "oldest_unsent": timeOrNil(s.OldestUnsent),
 		"oldest_unsent_age_seconds": age, "failed": s.Failed, "sent": s.Sent}
+}
+
+// as4Partner is the one AS4 partner of relay --target as4: rows whose topic
+// is --as4-partner (any topic when it is empty) go to --as4-url as ebMS3
+// user messages whose MessageId is derived from the row's stable id.
+type as4Partner struct {
+	name, url, from, to, fromRole, toRole, service, serviceType, action, domain string
+}
+
+func (p *as4Partner) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.name, "as4-partner", "", "as4: the row topic sent to this partner (default: rows of any topic)")
+	fs.StringVar(&p.url, "as4-url", "", "as4: the partner's AS4 endpoint URL")
+	fs.StringVar(&p.from, "as4-from", "", "as4: our PartyId (type:id or id)")
+	fs.StringVar(&p.to, "as4-to", "", "as4: the partner's PartyId (type:id or id)")
+	fs.StringVar(&p.fromRole, "as4-from-role", "", "as4: our Role (default: the ebMS3 initiator role)")
+	fs.StringVar(&p.toRole, "as4-to-role", "", "as4: the partner's Role (default: the ebMS3 responder role)")
+	fs.StringVar(&p.service, "as4-service", "", "as4: CollaborationInfo Service")
+	fs.StringVar(&p.serviceType, "as4-service-type", "", "as4: the Service's type attribute")
+	fs.StringVar(&p.action, "as4-action", "", "as4: CollaborationInfo Action")
+	fs.StringVar(&p.domain, "as4-message-id-domain", "txinbox", "as4: the domain of derived MessageIds (id@domain)")
+}
+
+func (p *as4Partner) target(timeout time.Duration) (outbox.Target, error) {
+	for _, f := range []struct{ flag, v string }{{"--as4-url", p.url}, {"--as4-from", p.from}, {"--as4-to", p.to},
+		{"--as4-service", p.service}, {"--as4-action", p.action}} {
+		if f.v == "" {
+			return nil, fmt.Errorf("--target as4 needs %s", f.flag)
+		}
+	}
+	cfg := outboxas4.Partner{URL: p.url, From: party(p.from, p.fromRole), To: party(p.to, p.toRole),
+		Service: p.service, ServiceType: p.serviceType, Action: p.action}
+	t, err := outboxas4.New(outboxas4.Config{Partners: map[string]outboxas4.Partner{p.name: cfg}, MessageIDDomain: p.domain, Timeout: timeout})
+	if err != nil {
+		return nil, errors.New(strings.NewReplacer("Config.MessageIDDomain", "--as4-message-id-domain",
+			"Config.Partners", "--as4-*", "as4target: ", "").Replace(err.Error()))
+	}
+	if p.name == "" {
+		return anyTopic{t}, nil
+	}
+	return t, nil
+}
+
+// party parses "type:id" (a type may itself hold colons, as URNs do: the
+// id is after the last one) or a bare id.
+func party(s, role string) ebms.Party {
+	id := ebms.PartyID{ID: s}
+	if i := strings.LastIndexByte(s, ':'); i > 0 && i < len(s)-1 {
+		id = ebms.PartyID{Type: s[:i], ID: s[i+1:]}
+	}
+	return ebms.Party{IDs: []ebms.PartyID{id}, Role: role}
+}
+
+// anyTopic sends rows of every topic to the one partner registered under "".
+type anyTopic struct{ t *outboxas4.Target }
+
+func (a anyTopic) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, error) {
+	c := *m
+	c.Topic = ""
+	return a.t.Send(ctx, &c)
 }
