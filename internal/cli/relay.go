@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/outbox"
 	outboxamqp "github.com/txinbox/txinbox/outbox/target/amqp"
 	outboxas4 "github.com/txinbox/txinbox/outbox/target/as4"
 	outboxhttp "github.com/txinbox/txinbox/outbox/target/http"
