@@ -13,7 +13,9 @@ import (
 // the environment (TXINBOX_ and the flag's name in upper case with _ for -,
 // e.g. TXINBOX_AS4_LISTEN), else from the YAML file at path, whose keys are
 // the flag names. Precedence: command line, environment, file, defaults.
-// Errors name the file, line and key, or the variable.
+// Errors name the file, line and key, or the variable. A list setting may
+// be a YAML sequence: its items are given to a repeatable flag one by one
+// (--effect-sql) and joined with commas for the others (--kafka-topics).
 func applyConfig(fs *flag.FlagSet, env *Env, path string) error {
 	explicit := map[string]bool{"config": true}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
@@ -26,6 +28,9 @@ func applyConfig(fs *flag.FlagSet, env *Env, path string) error {
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "TXINBOX_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v := env.Getenv(name); v != "" && !explicit[f.Name] && err == nil {
+			if r, ok := f.Value.(repeatable); ok {
+				r.reset() // the environment replaces the file's list
+			}
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("environment %s: invalid value %q: %v", name, v, serr)
 			}
@@ -55,15 +60,44 @@ func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool) er
 		if fs.Lookup(k.Value) == nil || k.Value == "config" {
 			return fmt.Errorf("config %s line %d: unknown setting %q (settings are the flags of txinbox %s)", path, k.Line, k.Value, fs.Name())
 		}
-		if v.Kind != yaml.ScalarNode {
-			return fmt.Errorf("config %s line %d: %s: want a single value", path, v.Line, k.Value)
+		values, err := configValues(fs.Lookup(k.Value), v)
+		if err != nil {
+			return fmt.Errorf("config %s line %d: %s: %v", path, v.Line, k.Value, err)
 		}
 		if explicit[k.Value] {
 			continue
 		}
-		if err := fs.Set(k.Value, v.Value); err != nil {
-			return fmt.Errorf("config %s line %d: %s: invalid value %q: %v", path, v.Line, k.Value, v.Value, err)
+		for _, val := range values {
+			if err := fs.Set(k.Value, val); err != nil {
+				return fmt.Errorf("config %s line %d: %s: invalid value %q: %v", path, v.Line, k.Value, val, err)
+			}
 		}
 	}
 	return nil
+}
+
+// repeatable is a flag that adds a value each time it is set.
+type repeatable interface{ reset() }
+
+// configValues are the values to set a flag to from one YAML value: a
+// scalar, or a sequence of scalars (one Set each for a repeatable flag,
+// else joined with commas).
+func configValues(f *flag.Flag, v *yaml.Node) ([]string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return []string{v.Value}, nil
+	case yaml.SequenceNode:
+		var items []string
+		for _, it := range v.Content {
+			if it.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("line %d: want a list of single values", it.Line)
+			}
+			items = append(items, it.Value)
+		}
+		if _, ok := f.Value.(repeatable); ok {
+			return items, nil
+		}
+		return []string{strings.Join(items, ",")}, nil
+	}
+	return nil, fmt.Errorf("want a single value or a list")
 }

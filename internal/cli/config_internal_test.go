@@ -52,7 +52,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"db: x\nas4-lisen: ':8080'\n", `line 2: unknown setting "as4-lisen"`},
 		{"shutdown-timeout: soon\n", "line 1: shutdown-timeout: invalid value"},
-		{"db: [a, b]\n", "line 1: db: want a single value"},
+		{"db: {a: b}\n", "line 1: db: want a single value or a list"},
+		{"db: [a, [b]]\n", "want a list of single values"},
 		{"- db\n", "want a mapping"},
 		{"db: 'unterminated\n", "txinbox.yaml"},
 	} {

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +23,7 @@ import (
 )
 
 func init() {
-	register("serve", "run the receiving endpoints (AS4) until SIGTERM", runServe)
+	register("serve", "run the sources (AS4, Kafka, RabbitMQ, SQS, NATS JetStream) until SIGTERM", runServe)
 }
 
 // serveOptions configures the serve command; each field is one flag.
@@ -29,10 +31,10 @@ type serveOptions struct {
 	// db names the inbox database (--db, --schema, --table-prefix); the
 	// inbox and AS4 tables are migrated at start. Required.
 	db dbFlags
-	// Scope is the inbox scope of received messages. Defaults to "as4".
+	// Scope is the inbox scope of AS4 messages. Defaults to "as4".
 	Scope string
 	// AS4Listen is the address of the AS4 endpoint, served at path /as4.
-	// Required (it is the only endpoint so far).
+	// Defaults to "" (no AS4 endpoint); at least one source is required.
 	AS4Listen string
 	// AS4MaxBody is the largest AS4 request accepted, in bytes; larger
 	// ones get 413. Defaults to 50 MiB.
@@ -52,8 +54,9 @@ type serveOptions struct {
 	// IdleTimeout closes keep-alive connections idle this long. Defaults
 	// to 2m.
 	IdleTimeout time.Duration
-	// ShutdownTimeout is how long a stop waits for requests in flight
-	// before it closes their connections and exits 1. Defaults to 30s.
+	// ShutdownTimeout is how long a stop waits for requests and broker
+	// batches in flight before it cuts them (nothing of them is acked)
+	// and exits 1. Defaults to 30s.
 	ShutdownTimeout time.Duration
 	// Effect is what runs for each new message in the inbox transaction:
 	// none (the AS4 tables only), outbox or sql. Defaults to none.
@@ -61,8 +64,10 @@ type serveOptions struct {
 	// EffectSQL are the statements of --effect sql.
 	EffectSQL statements
 	// ops: --http-listen, --log-format, --retention, --purge-interval,
-	// --no-purge.
+	// --no-purge, --retry-window, --accept-short-retention.
 	ops serveOps
+	// sources: --kafka-*, --amqp-*, --sqs-*, --nats-*.
+	sources sourceFlags
 }
 
 func (o serveOptions) withDefaults() serveOptions {
@@ -87,8 +92,9 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "":
-		return errors.New("--as4-listen is required: the address of the AS4 endpoint, e.g. :8080")
+	case o.AS4Listen == "" && !o.sources.configured():
+		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --kafka-brokers, --amqp-url, " +
+			"--sqs-queue-url or --nats-url")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
@@ -102,8 +108,8 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.SetOutput(env.Stderr)
 	var o serveOptions
 	o.db.register(fs, env)
-	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the received messages")
-	fs.StringVar(&o.AS4Listen, "as4-listen", "", "address of the AS4 endpoint (path /as4), e.g. :8080")
+	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the AS4 messages")
+	fs.StringVar(&o.AS4Listen, "as4-listen", "", "address of the AS4 endpoint (path /as4), e.g. :8080 (default: none)")
 	fs.Int64Var(&o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, "largest AS4 request in bytes (larger: 413)")
 	fs.BoolVar(&o.AS4AcceptUnverifiedSecurity, "as4-accept-unverified-security", false,
 		"accept wsse:Security marked mustUnderstand without verifying it (only behind TLS client auth or a verifying gateway)")
@@ -111,8 +117,9 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", 5*time.Minute, "time allowed to read a whole request")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", 6*time.Minute, "time allowed from a request's headers to the end of its answer")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
-	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests in flight")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests and batches in flight")
 	o.ops.register(fs)
+	o.sources.register(fs)
 	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
 	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names; the environment's TXINBOX_* and the flags win)")
@@ -123,6 +130,9 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 		return o, err
 	}
 	if err := o.ops.validate(); err != nil {
+		return o, err
+	}
+	if err := o.sources.validate(o.ops.retryWindow); err != nil {
 		return o, err
 	}
 	if err := validateEffect(o.Effect, o.EffectSQL); err != nil {
@@ -151,91 +161,198 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	}
 	if db.pg != nil {
-		st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
+		return serveWith[pgx.Tx](ctx, env, &o, db, db.pg, pgTxExec, func(ctx context.Context) (as4.Store[pgx.Tx], error) {
+			st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
+			if err == nil {
+				err = st.Migrate(ctx)
+			}
+			return st, err
+		})
+	}
+	return serveWith[*sql.Tx](ctx, env, &o, db, db.lite, sqlTxExec, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
+		st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
 		if err == nil {
 			err = st.Migrate(ctx)
 		}
-		return serveAS4[pgx.Tx](ctx, env, &o, db, db.pg, st, pgTxExec, err)
-	}
-	st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
-	if err == nil {
-		err = st.Migrate(ctx)
-	}
-	return serveAS4[*sql.Tx](ctx, env, &o, db, db.lite, st, sqlTxExec, err)
+		return st, err
+	})
 }
 
-// serveAS4 runs the AS4 endpoint until ctx is done, then stops accepting,
-// lets the requests in flight finish and returns.
-func serveAS4[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx], st as4.Store[TTx],
-	exec txExecFunc[TTx], migrateErr error) int {
-	if migrateErr != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve: AS4 tables:", migrateErr)
-		return ExitFailure
+// serveRun is what serveWith set up: the AS4 server, if any, and the
+// broker sources.
+type serveRun struct {
+	env     *Env
+	o       *serveOptions
+	logger  *slog.Logger
+	srv     *http.Server // nil without --as4-listen
+	ln      net.Listener
+	sources []*serveSource
+	// cutBatches cancels the transactions of batches still in flight
+	// (drainHook) when the shutdown timeout passes.
+	cutBatches context.CancelFunc
+}
+
+// serveWith sets up the AS4 endpoint and the broker sources, checks the
+// retention against each, and runs them until ctx is done.
+func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
+	exec txExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return code
 	}
 	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		return ExitUsage
+		return fail(ExitUsage, err)
 	}
 	logger := o.ops.logger(env.Stderr)
 	o.ops.setup()
+	hard, cutBatches := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutBatches()
+	r := &serveRun{env: env, o: o, logger: logger, cutBatches: cutBatches}
+	var horizons []horizon
+	if o.AS4Listen != "" {
+		h, code, err := setupAS4(ctx, o, db, driver, exec, newAS4, logger)
+		if err != nil {
+			return fail(code, err)
+		}
+		defer h.Close() // after the server stopped: the batches in flight commit
+		mux := http.NewServeMux()
+		mux.Handle("/as4", h)
+		r.srv = &http.Server{
+			Handler: mux, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		horizons = append(horizons, horizon{source: "the AS4 partners", d: o.ops.retryWindow, figure: "--retry-window " + o.ops.RetryWindow})
+	}
+	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
+	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
+		inbox: func(name, scope string) txinbox.Config[TTx] {
+			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: []txinbox.Hook{drainHook{hard}, o.ops.metrics},
+				Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)}
+		}})
+	if err != nil {
+		return fail(ExitUsage, err)
+	}
+	r.sources = srcs
+	defer func() {
+		for _, s := range srcs {
+			s.close()
+		}
+	}()
+	for _, s := range srcs {
+		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		hs, err := s.horizons(hctx)
+		cancel()
+		if err != nil {
+			return fail(ExitFailure, fmt.Errorf("checking the retention against the %s source: %w", s.name, err))
+		}
+		horizons = append(horizons, hs...)
+	}
+	if err := o.ops.checkRetention(logger, horizons); err != nil {
+		return fail(ExitUsage, err)
+	}
+	o.ops.registry.MustRegister(newLagCollector(srcs))
+	o.ops.checks = map[string]func(context.Context) error{}
+	for _, s := range srcs {
+		o.ops.checks[s.name] = s.ready
+	}
+	stopOps, err := o.ops.start(ctx, env, logger, db)
+	if err != nil {
+		return fail(ExitFailure, err)
+	}
+	defer stopOps()
+	if o.AS4Listen != "" {
+		if r.ln, err = net.Listen("tcp", o.AS4Listen); err != nil {
+			return fail(ExitFailure, fmt.Errorf("--as4-listen: %w", err))
+		}
+	}
+	return r.run(ctx)
+}
+
+// setupAS4 migrates the AS4 tables and creates the endpoint's handler.
+func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver store.Driver[TTx], exec txExecFunc[TTx],
+	newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger) (*as4.Handler[TTx], int, error) {
+	st, err := newAS4(ctx)
+	if err != nil {
+		return nil, ExitFailure, fmt.Errorf("AS4 tables: %w", err)
+	}
 	if p, ok := any(st).(interface {
 		Purge(context.Context, time.Time, int) (int64, error)
 	}); ok {
 		o.ops.alsoPurge = p.Purge // AS4 messages expire with the inbox rows
 	}
-	stopOps, err := o.ops.start(ctx, env, logger, db)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		return ExitFailure
-	}
-	defer stopOps()
 	h, err := as4.New(driver, as4.Config[TTx]{
 		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: []txinbox.Hook{o.ops.metrics}}, Logger: logger,
 		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 	})
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		return ExitUsage
+		return nil, ExitUsage, err
 	}
-	defer h.Close() // after the server stopped: the batches in flight commit
-	ln, err := net.Listen("tcp", o.AS4Listen)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve: --as4-listen:", err)
-		return ExitFailure
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/as4", h)
-	srv := &http.Server{
-		Handler: mux, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	fmt.Fprintf(env.Stdout, "as4 endpoint listening on http://%s/as4\n", ln.Addr())
-	o.ops.ready.Store(true)
-	return runServer(ctx, env, srv, ln, o.ShutdownTimeout)
+	return h, 0, nil
 }
 
-// runServer serves until ctx is done or the listener fails, then shuts the
-// server down gracefully within timeout.
-func runServer(ctx context.Context, env *Env, srv *http.Server, ln net.Listener, timeout time.Duration) int {
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+// run serves until ctx is done, a source fails to start or the AS4
+// listener fails; then it stops: the AS4 server stops accepting and
+// answers the requests in flight, the sources stop fetching and commit and
+// ack the batches in flight, all within --shutdown-timeout.
+func (r *serveRun) run(ctx context.Context) int {
+	runCtx, stopSources := context.WithCancel(ctx)
+	defer stopSources()
+	failed := make(chan error, len(r.sources)+1)
+	var wg sync.WaitGroup
+	names := []string{}
+	for _, s := range r.sources {
+		wg.Go(func() {
+			if err := s.run(runCtx); err != nil {
+				failed <- fmt.Errorf("%s source: %w", s.name, err)
+			}
+		})
+		names = append(names, s.name)
+		fmt.Fprintf(r.env.Stdout, "%s source running, scope %s\n", s.name, s.scope)
+	}
+	if r.srv != nil {
+		go func() { failed <- r.srv.Serve(r.ln) }()
+		names = append([]string{"as4"}, names...)
+		fmt.Fprintf(r.env.Stdout, "as4 endpoint listening on http://%s/as4\n", r.ln.Addr())
+	}
+	r.o.ops.ready.Store(true)
+	fmt.Fprintf(r.env.Stdout, "ready: %s\n", strings.Join(names, ", "))
+	code := ExitOK
 	select {
-	case err := <-served:
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		return ExitFailure
 	case <-ctx.Done():
+	case err := <-failed:
+		fmt.Fprintln(r.env.Stderr, "txinbox serve:", err)
+		code = ExitFailure
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	r.o.ops.ready.Store(false)
+	stopSources()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.ShutdownTimeout)
 	defer cancel()
-	err := srv.Shutdown(sctx)
-	<-served // http.ErrServerClosed, at once
-	if err != nil {
-		srv.Close()
-		fmt.Fprintf(env.Stderr, "txinbox serve: requests still in flight after %s were cut: %v\n", timeout, err)
-		return ExitFailure
+	if r.srv != nil {
+		if err := r.srv.Shutdown(dctx); err != nil {
+			r.srv.Close()
+			fmt.Fprintf(r.env.Stderr, "txinbox serve: requests still in flight after %s were cut: %v\n", r.o.ShutdownTimeout, err)
+			code = ExitFailure
+		}
 	}
-	fmt.Fprintln(env.Stdout, "stopped")
-	return ExitOK
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-dctx.Done():
+		// Nothing of the cut batches is acked: they come back and are
+		// found in the inbox if they committed after all.
+		r.cutBatches()
+		fmt.Fprintf(r.env.Stderr, "txinbox serve: batches still in flight after %s were cut\n", r.o.ShutdownTimeout)
+		code = ExitFailure
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second): // a source stuck on its broker: exit anyway
+		}
+	}
+	if code == ExitOK {
+		fmt.Fprintln(r.env.Stdout, "stopped")
+	}
+	return code
 }

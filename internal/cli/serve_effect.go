@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
@@ -22,8 +24,10 @@ const (
 // sqlParams documents the parameters bound to --effect-sql statements. A
 // statement receives $1 up to the highest it names; PostgreSQL needs each
 // of those to appear (or be cast, e.g. $4::text) to know its type.
-const sqlParams = "$1 scope, $2 inbox key, $3 ebMS MessageId, $4 From PartyId, $5 To PartyId, $6 Service, " +
-	"$7 Action, $8 ConversationId, $9 first payload (bytes, or NULL), $10 received_at"
+const sqlParams = "AS4: $1 scope, $2 inbox key, $3 ebMS MessageId, $4 From PartyId, $5 To PartyId, $6 Service, " +
+	"$7 Action, $8 ConversationId, $9 first payload (bytes, or NULL), $10 received_at; " +
+	"brokers: $1 scope, $2 inbox key, $3 message id, $4 source (kafka, amqp, sqs, nats), $5 topic, queue or stream, " +
+	"$6 partition key, $7 position, $8 headers (JSON), $9 payload, $10 received_at"
 
 // statements is a repeatable string flag.
 type statements []string
@@ -121,6 +125,69 @@ func serveDeliver[TTx any](mode string, stmts []string, outbox string, exec txEx
 	return nil
 }
 
+// sourceHandler returns the configured effect for the messages of a broker
+// source (name is "kafka", "amqp", "sqs" or "nats"): the same modes as
+// for AS4, with the parameters of sqlParams' "brokers" part, which keep
+// $1, $2, $9 and $10 where AS4 has them and text in between, so that one
+// statement can serve every source. outboxHeaders says whether the outbox
+// table has a headers column.
+func sourceHandler[TTx any](mode string, stmts []string, outbox string, outboxHeaders bool, exec txExecFunc[TTx],
+	name string) txinbox.HandlerFunc[TTx] {
+	switch mode {
+	case effectOutbox:
+		q := `INSERT INTO ` + outbox + ` (scope, message_id, part, source, content_type, payload) VALUES ($1, $2, 0, $3, $4, $5)`
+		if outboxHeaders {
+			q = `INSERT INTO ` + outbox + ` (scope, message_id, part, source, content_type, payload, headers) VALUES ($1, $2, 0, $3, $4, $5, $6)`
+		}
+		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+			args := []any{m.Scope, m.ID, name, contentType(m), m.Payload}
+			if outboxHeaders {
+				args = append(args, headersJSON(m))
+			}
+			return exec(ctx, tx, q, args...)
+		}
+	case effectSQL:
+		used := make([]int, len(stmts))
+		for i, s := range stmts {
+			used[i] = paramsUsed(s)
+		}
+		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+			args := []any{m.Scope, m.ID, m.ID, name, m.Source, m.PartitionKey, m.SourcePosition, headersJSON(m), m.Payload, m.ReceivedAt}
+			for i, s := range stmts {
+				if err := exec(ctx, tx, s, args[:used[i]]...); err != nil {
+					return fmt.Errorf("--effect-sql statement %d: %w", i+1, err)
+				}
+			}
+			return nil
+		}
+	}
+	// effect none: the inbox row is the whole effect.
+	return func(context.Context, TTx, *txinbox.Message) error { return nil }
+}
+
+// contentType is a message's content-type header, whatever its case.
+func contentType(m *txinbox.Message) string {
+	for _, h := range m.Headers {
+		if strings.EqualFold(h.Key, "content-type") || strings.EqualFold(h.Key, "content_type") {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// headersJSON is a message's headers as a JSON array of {key, value}, as
+// the inbox stores them.
+func headersJSON(m *txinbox.Message) string {
+	if len(m.Headers) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(m.Headers)
+	if err != nil {
+		return "[]" // strings always marshal
+	}
+	return string(b)
+}
+
 var paramRE = regexp.MustCompile(`\$([0-9]+)`)
 
 // paramsUsed is the highest $N a statement names (at most 10).
@@ -139,3 +206,12 @@ func firstParty(ids []ebms.PartyID) string {
 	}
 	return ids[0].ID
 }
+
+// outboxHasHeaders reports whether the outbox table has a headers column
+// (added by a later migration), which the outbox effect then fills.
+func outboxHasHeaders(ctx context.Context, db *inboxDB) bool {
+	return db.exec(ctx, `SELECT headers FROM `+db.outboxTable()+` WHERE 1 = 0`) == nil
+}
+
+// reset empties the list (the environment replaces the file's statements).
+func (s *statements) reset() { *s = nil }

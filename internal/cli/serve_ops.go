@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,8 +36,11 @@ type serveOps struct {
 	// AcceptShortRetention accepts a retention shorter than RetryWindow.
 	AcceptShortRetention bool
 
-	retention      time.Duration
-	shortRetention bool // accepted by --accept-short-retention: logged at start
+	retention   time.Duration
+	retryWindow time.Duration
+	// checks are the readiness checks of /readyz besides the database,
+	// by name; set before start.
+	checks map[string]func(context.Context) error
 	// alsoPurge, if set, purges tables outside the inbox (the AS4
 	// messages) with the same retention, batch by batch.
 	alsoPurge func(ctx context.Context, before time.Time, limit int) (int64, error)
@@ -51,9 +55,9 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
 	fs.DurationVar(&o.PurgeInterval, "purge-interval", time.Minute, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
-	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners) may resend a message; --retention must be at least this")
+	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
-		"start although --retention is shorter than --retry-window (a resend after the retention is processed again)")
+		"start although --retention is shorter than a retry window or a broker's retention (a message delivered again after the retention is processed again); logged at start")
 }
 
 func (o *serveOps) validate() error {
@@ -62,15 +66,9 @@ func (o *serveOps) validate() error {
 		return fmt.Errorf("--retention: %w", err)
 	}
 	o.retention = d
-	window, err := parseRetention(o.RetryWindow)
-	if err != nil {
+	if o.retryWindow, err = parseRetention(o.RetryWindow); err != nil {
 		return fmt.Errorf("--retry-window: %w", err)
 	}
-	if d < window && !o.AcceptShortRetention {
-		return fmt.Errorf("--retention %s is shorter than --retry-window %s: a sender's resend after %s would be processed "+
-			"again; raise --retention, or pass --accept-short-retention to accept it", o.Retention, o.RetryWindow, o.Retention)
-	}
-	o.shortRetention = d < window
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: use text or json", o.LogFormat)
 	}
@@ -78,6 +76,54 @@ func (o *serveOps) validate() error {
 		return fmt.Errorf("--purge-interval must be positive")
 	}
 	return nil
+}
+
+// horizon is how long a source can deliver a message again: a broker's
+// retention read from it, or a sender's retry window from configuration.
+type horizon struct {
+	source  string        // e.g. `Kafka topic "invoices"`
+	figure  string        // e.g. "retention.ms=604800000 (7d)", "--retry-window 7d"
+	d       time.Duration // the horizon, unless forever
+	forever bool          // the broker keeps messages for ever
+}
+
+// checkRetention refuses a --retention shorter than any source's horizon,
+// naming both figures, unless --accept-short-retention is given; then it
+// logs each accepted shortfall. A source that keeps messages for ever is
+// never covered.
+func (o *serveOps) checkRetention(logger *slog.Logger, hs []horizon) error {
+	var errs []error
+	for _, h := range hs {
+		var msg string
+		switch {
+		case h.forever:
+			msg = fmt.Sprintf("%s keeps messages for ever (%s): no --retention covers it (it is %s); a message delivered "+
+				"again after %s would be processed again", h.source, h.figure, o.Retention, o.Retention)
+		case o.retention < h.d:
+			msg = fmt.Sprintf("--retention %s is shorter than %s of %s: a message delivered again after %s would be processed again",
+				o.Retention, h.figure, h.source, o.Retention)
+		default:
+			continue
+		}
+		if o.AcceptShortRetention {
+			logger.Warn("txinbox: retention shorter than a source can deliver again, accepted by --accept-short-retention",
+				"retention", o.Retention, "source", h.source, "horizon", h.figure)
+			continue
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("raise --retention, or pass --accept-short-retention to accept it"))
+	}
+	return errors.Join(errs...)
+}
+
+// formatDays writes d in days when it is whole days, else as a duration.
+func formatDays(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 func (o *serveOps) logger(w io.Writer) *slog.Logger {
@@ -125,10 +171,6 @@ func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db 
 		done := make(chan struct{})
 		go func() { defer close(done); pg.Run(pctx) }() //nolint:errcheck // ends with ctx
 		logger.Info("txinbox: purger started", "retention", o.retention.String(), "interval", o.PurgeInterval.String())
-		if o.shortRetention {
-			logger.Warn("txinbox: retention shorter than the senders' retry window, accepted by --accept-short-retention",
-				"retention", o.Retention, "retry_window", o.RetryWindow)
-		}
 		stops = append(stops, func() { cancel(); <-done })
 	}
 	return func() {
@@ -146,13 +188,19 @@ func (o *serveOps) mux(db *inboxDB) *http.ServeMux {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		checks := map[string]string{"database": "ok", "endpoints": "ok"}
+		checks := map[string]string{"database": "ok", "started": "ok"}
 		status := http.StatusOK
 		if err := db.ping(ctx); err != nil {
 			checks["database"], status = err.Error(), http.StatusServiceUnavailable
 		}
 		if !o.ready.Load() {
-			checks["endpoints"], status = "not listening", http.StatusServiceUnavailable
+			checks["started"], status = "not started or stopping", http.StatusServiceUnavailable
+		}
+		for name, check := range o.checks {
+			checks[name] = "ok"
+			if err := check(ctx); err != nil {
+				checks[name], status = err.Error(), http.StatusServiceUnavailable
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)

@@ -173,8 +173,24 @@ func TestServeDropsSlowClients(t *testing.T) {
 func TestServeFlags(t *testing.T) {
 	t.Parallel()
 	_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "x.db"))
-	if code != cli.ExitUsage || !strings.Contains(errs, "--as4-listen is required") {
-		t.Errorf("no --as4-listen: code %d, %q", code, errs)
+	if code != cli.ExitUsage || !strings.Contains(errs, "no source: give --as4-listen") || !strings.Contains(errs, "--kafka-brokers") {
+		t.Errorf("no source: code %d, %q", code, errs)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kafka-brokers", "127.0.0.1:1"}, "--kafka-topics is required with the kafka source"},
+		{[]string{"--nats-url", "nats://127.0.0.1:1", "--nats-stream", "S"}, "--nats-consumer is required with the nats source"},
+		{[]string{"--amqp-queue", "q"}, "--amqp-url is required with the amqp source"},
+		{[]string{"--kafka-brokers", "b:1", "--kafka-topics", "t", "--kafka-group", "g", "--kafka-key", "body"}, `--kafka-key "body": use offset or header:NAME`},
+		{[]string{"--sqs-queue-url", "http://q", "--sqs-key", "header:x"}, `--sqs-key "header:x"`},
+		{[]string{"--amqp-url", "amqp://x", "--amqp-queue", "q", "--amqp-retry-window", "soon"}, "--amqp-retry-window"},
+	} {
+		_, errs, code := run(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "x.db")}, tc.args...)...)
+		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: code %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
 	}
 	_, errs, code = run(t, "serve", "--as4-listen", "127.0.0.1:0")
 	if code != cli.ExitUsage || !strings.Contains(errs, "--db is required") {

@@ -23,6 +23,8 @@ type Consumer[TTx any] struct {
 	cfg     Config[TTx]
 	proc    *txinbox.Processor[TTx]
 	running atomic.Bool
+	// connected is true while a session consumes.
+	connected atomic.Bool
 	// failures counts consecutive batch transactions that failed.
 	failures int
 	stats    stats
@@ -45,6 +47,10 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 
 // Processor returns the consumer's processor.
 func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+
+// Connected reports whether Run holds a connection and channel that
+// consume the queue (a readiness probe).
+func (c *Consumer[TTx]) Connected() bool { return c.connected.Load() }
 
 // Run dials the broker, consumes and processes deliveries until ctx is
 // done, then closes the connection (the broker requeues what was not
@@ -95,6 +101,8 @@ func (c *Consumer[TTx]) session(ctx context.Context) (consumed bool, err error) 
 		return false, err
 	}
 	defer s.close()
+	c.connected.Store(true)
+	defer c.connected.Store(false)
 	for {
 		batch, open := c.nextBatch(ctx, deliveries)
 		if len(batch) > 0 {

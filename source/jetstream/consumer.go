@@ -65,7 +65,14 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 		}
 		defer nc.Close()
 	}
-	defer nc.Flush() //nolint:errcheck // best effort: unsent acks become redeliveries
+	defer func() {
+		// A connection that is down would hold Flush for its whole
+		// timeout (10s) at every stop; its buffered acks are lost
+		// either way and become redeliveries, found in the inbox.
+		if nc.IsConnected() {
+			nc.Flush() //nolint:errcheck // best effort: unsent acks become redeliveries
+		}
+	}()
 	js, err := natsjs.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)

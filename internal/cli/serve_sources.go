@@ -1,0 +1,505 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/amqp"
+	"github.com/txinbox/txinbox/source/jetstream"
+	"github.com/txinbox/txinbox/source/kafka"
+	"github.com/txinbox/txinbox/source/sqs"
+	"github.com/txinbox/txinbox/store"
+)
+
+// sourceFlags are the broker sources of serve. A source is on when any of
+// its flags is set; then its required flags must be set too. Each source
+// has its own processor (and scope) over the one inbox database.
+type sourceFlags struct {
+	KafkaBrokers, KafkaTopics, KafkaGroup, KafkaKey, KafkaScope string
+	KafkaSessionTimeout                                         time.Duration
+
+	AMQPURL, AMQPQueue, AMQPKey, AMQPScope, AMQPRetryWindow string
+
+	SQSQueueURL, SQSEndpoint, SQSRegion, SQSKey, SQSScope string
+
+	NATSURL, NATSStream, NATSConsumer, NATSKey, NATSScope, NATSRetryWindow string
+	NATSAckWait                                                            time.Duration
+
+	amqpWindow, natsWindow time.Duration // parsed by validate
+}
+
+func (f *sourceFlags) register(fs *flag.FlagSet) {
+	s := fs.StringVar
+	s(&f.KafkaBrokers, "kafka-brokers", "", "Kafka bootstrap brokers, host:port separated by commas (turns the Kafka source on)")
+	s(&f.KafkaTopics, "kafka-topics", "", "Kafka topics consumed, separated by commas")
+	s(&f.KafkaGroup, "kafka-group", "", "Kafka consumer group")
+	s(&f.KafkaKey, "kafka-key", "offset", "message id of a record: offset (topic/partition/offset) or header:NAME")
+	s(&f.KafkaScope, "kafka-scope", "kafka", "inbox scope of the Kafka records")
+	fs.DurationVar(&f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, "Kafka group session timeout")
+	s(&f.AMQPURL, "amqp-url", "", "RabbitMQ URL, amqp://user:pass@host:5672/vhost (turns the RabbitMQ source on)")
+	s(&f.AMQPQueue, "amqp-queue", "", "RabbitMQ queue consumed (it must exist)")
+	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
+	s(&f.AMQPScope, "amqp-scope", "amqp", "inbox scope of the RabbitMQ deliveries")
+	s(&f.AMQPRetryWindow, "amqp-retry-window", "", "how long RabbitMQ producers may resend a message (default: --retry-window)")
+	s(&f.SQSQueueURL, "sqs-queue-url", "", "SQS queue URL (turns the SQS source on; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	s(&f.SQSEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default: the region's)")
+	s(&f.SQSRegion, "sqs-region", "", "AWS region of the queue (default: AWS_REGION)")
+	s(&f.SQSKey, "sqs-key", "message-id", "message id of a message: message-id, dedup-id (FIFO) or attribute:NAME")
+	s(&f.SQSScope, "sqs-scope", "sqs", "inbox scope of the SQS messages")
+	s(&f.NATSURL, "nats-url", "", "NATS server URL(s), separated by commas (turns the NATS JetStream source on)")
+	s(&f.NATSStream, "nats-stream", "", "JetStream stream consumed")
+	s(&f.NATSConsumer, "nats-consumer", "", "durable JetStream consumer (created or updated at start)")
+	s(&f.NATSKey, "nats-key", "msg-id", "message id of a message: msg-id (Nats-Msg-Id, else stream/sequence), sequence or header:NAME")
+	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
+	s(&f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
+	fs.DurationVar(&f.NATSAckWait, "nats-ack-wait", 30*time.Second, "JetStream AckWait: an unacked message comes back after it")
+}
+
+// configured reports whether any broker source is configured.
+func (f *sourceFlags) configured() bool {
+	return f.KafkaBrokers+f.KafkaTopics+f.KafkaGroup+f.AMQPURL+f.AMQPQueue+f.SQSQueueURL+f.NATSURL+f.NATSStream+f.NATSConsumer != ""
+}
+
+// validate checks each configured source's flags; errors name the flag.
+func (f *sourceFlags) validate(retryWindow time.Duration) error {
+	need := func(on bool, flags ...[2]string) error {
+		if !on {
+			return nil
+		}
+		for _, fl := range flags {
+			if fl[1] == "" {
+				return fmt.Errorf("--%s is required with the %s source", fl[0], strings.SplitN(fl[0], "-", 2)[0])
+			}
+		}
+		return nil
+	}
+	if err := errors.Join(
+		need(f.KafkaBrokers+f.KafkaTopics+f.KafkaGroup != "",
+			[2]string{"kafka-brokers", f.KafkaBrokers}, [2]string{"kafka-topics", f.KafkaTopics}, [2]string{"kafka-group", f.KafkaGroup}),
+		need(f.AMQPURL+f.AMQPQueue != "", [2]string{"amqp-url", f.AMQPURL}, [2]string{"amqp-queue", f.AMQPQueue}),
+		need(f.NATSURL+f.NATSStream+f.NATSConsumer != "",
+			[2]string{"nats-url", f.NATSURL}, [2]string{"nats-stream", f.NATSStream}, [2]string{"nats-consumer", f.NATSConsumer}),
+	); err != nil {
+		return err
+	}
+	for _, k := range [][3]string{
+		{"kafka-key", f.KafkaKey, "offset"}, {"amqp-key", f.AMQPKey, "message-id"},
+		{"sqs-key", f.SQSKey, "message-id dedup-id"}, {"nats-key", f.NATSKey, "msg-id sequence"},
+	} {
+		if err := checkKeyFlag(k[0], k[1], strings.Fields(k[2])); err != nil {
+			return err
+		}
+	}
+	if f.KafkaSessionTimeout <= 0 || f.NATSAckWait < time.Second {
+		return errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
+	}
+	var err error
+	if f.amqpWindow, err = windowOr("amqp-retry-window", f.AMQPRetryWindow, retryWindow); err != nil {
+		return err
+	}
+	f.natsWindow, err = windowOr("nats-retry-window", f.NATSRetryWindow, retryWindow)
+	return err
+}
+
+// checkKeyFlag accepts one of the fixed names, or header:NAME (attribute:
+// for SQS) with a name.
+func checkKeyFlag(flagName, v string, fixed []string) error {
+	for _, f := range fixed {
+		if v == f {
+			return nil
+		}
+	}
+	prefix := "header:"
+	if flagName == "sqs-key" {
+		prefix = "attribute:"
+	}
+	if name, ok := strings.CutPrefix(v, prefix); ok && name != "" {
+		return nil
+	}
+	return fmt.Errorf("--%s %q: use %s or %sNAME", flagName, v, strings.Join(fixed, ", "), prefix)
+}
+
+func windowOr(flagName, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := parseRetention(v)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return d, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// serveSource is one running broker source, whatever its broker.
+type serveSource struct {
+	name  string // kafka, amqp, sqs, nats
+	scope string
+	run   func(ctx context.Context) error
+	// ready reports whether the source is connected.
+	ready func(ctx context.Context) error
+	// lag returns the messages waiting per partition ("" when the
+	// source has none), or nil when the source does not know.
+	lag func(ctx context.Context) (map[string]int64, error)
+	// horizons reads how long the broker can deliver a message again.
+	horizons func(ctx context.Context) ([]horizon, error)
+	close    func()
+}
+
+// sourceEnv is what building a source needs besides its flags.
+type sourceEnv[TTx any] struct {
+	driver store.Driver[TTx]
+	inbox  func(name, scope string) txinbox.Config[TTx]
+	logger *slog.Logger
+	getenv func(string) string
+}
+
+// buildSources creates the configured broker sources; none connects yet
+// (the SQS and Kafka clients connect lazily; NATS retries in background).
+func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, error) {
+	var out []*serveSource
+	closeAll := func() {
+		for _, s := range out {
+			s.close()
+		}
+	}
+	for _, b := range []func(*sourceFlags, sourceEnv[TTx]) (*serveSource, error){
+		kafkaSource[TTx], amqpSource[TTx], sqsSource[TTx], natsSource[TTx],
+	} {
+		s, err := b(f, se)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
+	if f.KafkaBrokers == "" {
+		return nil, nil
+	}
+	seeds, topics := splitList(f.KafkaBrokers), splitList(f.KafkaTopics)
+	key := kafka.OffsetKey
+	if name, ok := strings.CutPrefix(f.KafkaKey, "header:"); ok {
+		key = kafka.HeaderKey(name)
+	}
+	c, err := kafka.New(se.driver, kafka.Config[TTx]{Seeds: seeds, Topics: topics, Group: f.KafkaGroup, Key: key,
+		Inbox: se.inbox("kafka", f.KafkaScope), Logger: se.logger,
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(f.KafkaSessionTimeout)}})
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, fmt.Errorf("--kafka-brokers: %w", err)
+	}
+	adm := kadm.NewClient(admin)
+	s := &serveSource{name: "kafka", scope: f.KafkaScope, run: c.Run, close: admin.Close,
+		ready: admin.Ping,
+		lag: func(ctx context.Context) (map[string]int64, error) {
+			lags, err := adm.Lag(ctx, f.KafkaGroup)
+			if err == nil {
+				err = lags.Error()
+			}
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]int64{}
+			for _, l := range lags[f.KafkaGroup].Lag.Sorted() {
+				if l.Err == nil {
+					out[l.Topic+"/"+strconv.Itoa(int(l.Partition))] = l.Lag
+				}
+			}
+			return out, nil
+		},
+		horizons: func(ctx context.Context) ([]horizon, error) {
+			if f.KafkaKey == "offset" {
+				se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
+					"topics", topics)
+				return nil, nil
+			}
+			return kafkaHorizons(ctx, adm, topics)
+		},
+	}
+	return s, nil
+}
+
+// kafkaHorizons reads retention.ms of each topic.
+func kafkaHorizons(ctx context.Context, adm *kadm.Client, topics []string) ([]horizon, error) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: reading the topics' retention.ms: %w", err)
+	}
+	var hs []horizon
+	for _, t := range topics {
+		rc, err := rcs.On(t, nil)
+		if err == nil {
+			err = rc.Err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kafka: reading retention.ms of topic %q: %w", t, err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key != "retention.ms" || c.Value == nil {
+				continue
+			}
+			ms, err := strconv.ParseInt(*c.Value, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("kafka: topic %q: retention.ms %q: %w", t, *c.Value, err)
+			}
+			h := horizon{source: fmt.Sprintf("Kafka topic %q", t), figure: "retention.ms=" + *c.Value, forever: ms < 0}
+			if ms >= 0 {
+				h.d = time.Duration(ms) * time.Millisecond
+				h.figure += " (" + formatDays(h.d) + ")"
+			}
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
+}
+
+func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
+	if f.AMQPURL == "" {
+		return nil, nil
+	}
+	key := amqp.MessageIDKey
+	if name, ok := strings.CutPrefix(f.AMQPKey, "header:"); ok {
+		key = amqp.HeaderKey(name)
+	}
+	c, err := amqp.New(se.driver, amqp.Config[TTx]{URL: f.AMQPURL, Queue: f.AMQPQueue, Key: key,
+		Inbox: se.inbox("amqp", f.AMQPScope), Logger: se.logger})
+	if err != nil {
+		return nil, fmt.Errorf("amqp source: %w", err)
+	}
+	window := horizon{source: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), d: f.amqpWindow, figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
+	return &serveSource{name: "amqp", scope: f.AMQPScope, run: c.Run, close: func() {},
+		ready: func(context.Context) error {
+			if !c.Connected() {
+				return errors.New("not connected")
+			}
+			return nil
+		},
+		horizons: func(context.Context) ([]horizon, error) { return []horizon{window}, nil },
+	}, nil
+}
+
+func retryWindowFigure(flagName, v string, d time.Duration) string {
+	if v == "" {
+		return "--retry-window " + formatDays(d)
+	}
+	return "--" + flagName + " " + v
+}
+
+func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
+	if f.SQSQueueURL == "" {
+		return nil, nil
+	}
+	region := f.SQSRegion
+	if region == "" {
+		region = se.getenv("AWS_REGION")
+	}
+	id, secret := se.getenv("AWS_ACCESS_KEY_ID"), se.getenv("AWS_SECRET_ACCESS_KEY")
+	switch {
+	case region == "":
+		return nil, errors.New("--sqs-region (or AWS_REGION) is required with --sqs-queue-url")
+	case id == "" || secret == "":
+		return nil, errors.New("the SQS source needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+	}
+	opts := awssqs.Options{Region: region, Credentials: aws.NewCredentialsCache(aws.CredentialsProviderFunc(
+		func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: se.getenv("AWS_SESSION_TOKEN")}, nil
+		}))}
+	if f.SQSEndpoint != "" {
+		opts.BaseEndpoint = aws.String(f.SQSEndpoint)
+	}
+	cl := awssqs.New(opts)
+	var key sqs.KeyFunc
+	switch {
+	case f.SQSKey == "dedup-id":
+		key = sqs.DeduplicationIDKey
+	case strings.HasPrefix(f.SQSKey, "attribute:"):
+		key = sqs.AttributeKey(strings.TrimPrefix(f.SQSKey, "attribute:"))
+	}
+	c, err := sqs.New(se.driver, sqs.Config[TTx]{Client: cl, QueueURL: f.SQSQueueURL, Key: key,
+		Inbox: se.inbox("sqs", f.SQSScope), Logger: se.logger})
+	if err != nil {
+		return nil, fmt.Errorf("sqs source: %w", err)
+	}
+	attrs := func(ctx context.Context, names ...types.QueueAttributeName) (map[string]string, error) {
+		out, err := cl.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &f.SQSQueueURL, AttributeNames: names})
+		if err != nil {
+			return nil, err
+		}
+		return out.Attributes, nil
+	}
+	return &serveSource{name: "sqs", scope: f.SQSScope, run: c.Run, close: func() {},
+		ready: func(ctx context.Context) error {
+			_, err := attrs(ctx, types.QueueAttributeNameApproximateNumberOfMessages)
+			return err
+		},
+		lag: func(ctx context.Context) (map[string]int64, error) {
+			a, err := attrs(ctx, types.QueueAttributeNameApproximateNumberOfMessages)
+			if err != nil {
+				return nil, err
+			}
+			n, _ := strconv.ParseInt(a[string(types.QueueAttributeNameApproximateNumberOfMessages)], 10, 64)
+			return map[string]int64{"": n}, nil
+		},
+		horizons: func(ctx context.Context) ([]horizon, error) {
+			a, err := attrs(ctx, types.QueueAttributeNameMessageRetentionPeriod)
+			if err != nil {
+				return nil, fmt.Errorf("sqs: reading MessageRetentionPeriod of %s: %w", f.SQSQueueURL, err)
+			}
+			v := a[string(types.QueueAttributeNameMessageRetentionPeriod)]
+			sec, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("sqs: MessageRetentionPeriod %q of %s: %w", v, f.SQSQueueURL, err)
+			}
+			d := time.Duration(sec) * time.Second
+			return []horizon{{source: fmt.Sprintf("SQS queue %s", f.SQSQueueURL), d: d,
+				figure: "MessageRetentionPeriod=" + v + " (" + formatDays(d) + ")"}}, nil
+		},
+	}, nil
+}
+
+func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
+	if f.NATSURL == "" {
+		return nil, nil
+	}
+	var key jetstream.KeyFunc
+	switch {
+	case f.NATSKey == "sequence":
+		key = jetstream.SequenceKey
+	case strings.HasPrefix(f.NATSKey, "header:"):
+		key = jetstream.HeaderKey(strings.TrimPrefix(f.NATSKey, "header:"))
+	}
+	// The connection is serve's, so that /readyz sees the one the
+	// consumer uses; it retries in the background while the server is
+	// down.
+	nc, err := nats.Connect(f.NATSURL, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		nats.Name("txinbox serve "+f.NATSConsumer))
+	if err != nil {
+		return nil, fmt.Errorf("--nats-url: %w", err)
+	}
+	c, err := jetstream.New(se.driver, jetstream.Config[TTx]{Conn: nc, Stream: f.NATSStream, Consumer: f.NATSConsumer, Key: key,
+		AckWait: f.NATSAckWait, Inbox: se.inbox("nats", f.NATSScope), Logger: se.logger})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats source: %w", err)
+	}
+	window := horizon{source: fmt.Sprintf("NATS stream %q", f.NATSStream), d: f.natsWindow,
+		figure: retryWindowFigure("nats-retry-window", f.NATSRetryWindow, f.natsWindow)}
+	return &serveSource{name: "nats", scope: f.NATSScope, run: c.Run,
+		close: func() {
+			if nc.IsConnected() {
+				nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
+			}
+			nc.Close()
+		},
+		ready: func(context.Context) error {
+			if !nc.IsConnected() {
+				return fmt.Errorf("not connected (%s)", nc.Status())
+			}
+			return nil
+		},
+		lag: func(ctx context.Context) (map[string]int64, error) {
+			js, err := natsjs.New(nc)
+			if err != nil {
+				return nil, err
+			}
+			cons, err := js.Consumer(ctx, f.NATSStream, f.NATSConsumer)
+			if err != nil {
+				return nil, err
+			}
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int64{"": int64(info.NumPending)}, nil
+		},
+		horizons: func(context.Context) ([]horizon, error) { return []horizon{window}, nil },
+	}, nil
+}
+
+// drainHook detaches each batch transaction of the broker sources from the
+// stop signal: on SIGTERM the sources stop fetching (their run context is
+// cancelled) but a batch already in its transaction commits and is acked,
+// rather than rolled back and redelivered. hard, cancelled when
+// --shutdown-timeout passes, still cuts it: then nothing of it is acked.
+type drainHook struct{ hard context.Context }
+
+var _ txinbox.BatchStartHook = drainHook{}
+
+// OnBatchStart gives the batch a context that only hard cancels.
+func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, func(error)) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(h.hard, cancel)
+	return bctx, func(error) { stop(); cancel() }
+}
+
+// lagCollector exports txinbox_source_lag{scope,source,partition}: the
+// messages a source has not delivered or committed yet, read from the
+// broker at each scrape (Kafka: end offset minus the group's committed
+// offset per partition; SQS: ApproximateNumberOfMessages; NATS: the
+// consumer's NumPending). RabbitMQ reports none.
+type lagCollector struct {
+	desc *prometheus.Desc
+	srcs []*serveSource
+}
+
+func newLagCollector(srcs []*serveSource) lagCollector {
+	return lagCollector{srcs: srcs, desc: prometheus.NewDesc("txinbox_source_lag",
+		"Messages waiting in the source (Kafka: per partition, end offset minus committed offset).",
+		[]string{"scope", "source", "partition"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector; a source that does not answer
+// within 2s is left out of this scrape.
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.srcs {
+		if s.lag == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		lags, err := s.lag(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for part, n := range lags {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), s.scope, s.name, part)
+		}
+	}
+}
