@@ -27,7 +27,17 @@ func init() {
 
 // relayOptions configures the relay command; each field is one flag.
 type relayOptions struct {
-	db          dbFlags
+	db    dbFlags
+	relay relayFlags
+	once  bool
+	limit int
+	json  bool
+}
+
+// relayFlags are the settings of a relay, shared by txinbox relay and
+// serve (where each flag's name starts with relay-).
+type relayFlags struct {
+	prefix      string // of the flags' names, for errors
 	target      string
 	kafkaBroker string
 	kafkaTopic  string
@@ -41,9 +51,38 @@ type relayOptions struct {
 	concurrency int
 	maxAttempts int
 	sendTimeout time.Duration
-	once        bool
-	limit       int
-	json        bool
+}
+
+// register adds the flags, each name prefixed with prefix.
+func (o *relayFlags) register(fs *flag.FlagSet, env *Env, prefix string) {
+	o.prefix = prefix
+	fs.StringVar(&o.target, prefix+"target", "", "where outbox rows go: kafka, amqp, http or as4")
+	// The command's own flags default to the usual environment; serve's
+	// relay-* ones are set by their own TXINBOX_RELAY_* (applyConfig).
+	envDefault := func(name string) string {
+		if prefix != "" {
+			return ""
+		}
+		return env.Getenv(name)
+	}
+	fs.StringVar(&o.kafkaBroker, prefix+"kafka-brokers", envDefault("TXINBOX_KAFKA_BROKERS"), "Kafka seed brokers, host:port,... (env TXINBOX_KAFKA_BROKERS)")
+	fs.StringVar(&o.kafkaTopic, prefix+"kafka-topic", "", "Kafka topic of rows without a topic")
+	fs.StringVar(&o.amqpURL, prefix+"amqp-url", envDefault("TXINBOX_AMQP_URL"), "RabbitMQ URL, amqp://user:pass@host:5672/ (env TXINBOX_AMQP_URL)")
+	fs.StringVar(&o.amqpExch, prefix+"amqp-exchange", "", "AMQP exchange (default: the default exchange, where the routing key names a queue)")
+	fs.StringVar(&o.amqpKey, prefix+"amqp-routing-key", "", "AMQP routing key of rows without a topic")
+	fs.StringVar(&o.httpURL, prefix+"http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
+	o.as4.register(fs, prefix)
+	fs.BoolVar(&o.ordered, prefix+"ordered", false, "send the rows of one key one at a time, in order")
+	fs.IntVar(&o.batch, prefix+"batch", 32, "rows per claim")
+	fs.IntVar(&o.concurrency, prefix+"concurrency", 4, "sends at once")
+	fs.IntVar(&o.maxAttempts, prefix+"max-attempts", 10, "sends per row before it fails for good")
+	fs.DurationVar(&o.sendTimeout, prefix+"send-timeout", 30*time.Second, "time allowed for one send")
+}
+
+// config is the relay's Config for target.
+func (o *relayFlags) config(target outbox.Target, logger *slog.Logger) outbox.Config {
+	return outbox.Config{Target: target, Ordered: o.ordered, BatchSize: o.batch, Concurrency: o.concurrency,
+		MaxAttempts: o.maxAttempts, SendTimeout: o.sendTimeout, LeaseDuration: max(2*time.Minute, 4*o.sendTimeout), Logger: logger}
 }
 
 func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag.FlagSet, error) {
@@ -51,19 +90,7 @@ func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag
 	fs.SetOutput(env.Stderr)
 	var o relayOptions
 	o.db.register(fs, env)
-	fs.StringVar(&o.target, "target", "", "where rows go: kafka, amqp, http or as4")
-	fs.StringVar(&o.kafkaBroker, "kafka-brokers", env.Getenv("TXINBOX_KAFKA_BROKERS"), "Kafka seed brokers, host:port,... (env TXINBOX_KAFKA_BROKERS)")
-	fs.StringVar(&o.kafkaTopic, "kafka-topic", "", "Kafka topic of rows without a topic")
-	fs.StringVar(&o.amqpURL, "amqp-url", env.Getenv("TXINBOX_AMQP_URL"), "RabbitMQ URL, amqp://user:pass@host:5672/ (env TXINBOX_AMQP_URL)")
-	fs.StringVar(&o.amqpExch, "amqp-exchange", "", "AMQP exchange (default: the default exchange, where the routing key names a queue)")
-	fs.StringVar(&o.amqpKey, "amqp-routing-key", "", "AMQP routing key of rows without a topic")
-	fs.StringVar(&o.httpURL, "http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
-	o.as4.register(fs)
-	fs.BoolVar(&o.ordered, "ordered", false, "send the rows of one key one at a time, in order")
-	fs.IntVar(&o.batch, "batch", 32, "rows per claim")
-	fs.IntVar(&o.concurrency, "concurrency", 4, "sends at once")
-	fs.IntVar(&o.maxAttempts, "max-attempts", 10, "sends per row before it fails for good")
-	fs.DurationVar(&o.sendTimeout, "send-timeout", 30*time.Second, "time allowed for one send")
+	o.relay.register(fs, env, "")
 	fs.BoolVar(&o.once, "once", false, "send what is due now, then exit")
 	fs.IntVar(&o.limit, "limit", 100, "list-failed: at most this many rows, newest first")
 	fs.BoolVar(&o.json, "json", false, "list-failed: print JSON lines")
@@ -75,11 +102,11 @@ func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag
 
 // newTarget builds the target the flags name; the returned close releases
 // its connections.
-func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
+func (o *relayFlags) newTarget() (outbox.Target, func(), error) {
 	switch o.target {
 	case "kafka":
 		if o.kafkaBroker == "" {
-			return nil, nil, errors.New("--target kafka needs --kafka-brokers")
+			return nil, nil, o.flagErr("--target kafka needs --kafka-brokers")
 		}
 		t, err := outboxkafka.New(outboxkafka.Config{Brokers: strings.Split(o.kafkaBroker, ","), Topic: o.kafkaTopic})
 		if err != nil {
@@ -88,7 +115,7 @@ func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
 		return t, t.Close, nil
 	case "amqp":
 		if o.amqpURL == "" {
-			return nil, nil, errors.New("--target amqp needs --amqp-url")
+			return nil, nil, o.flagErr("--target amqp needs --amqp-url")
 		}
 		t, err := outboxamqp.New(outboxamqp.Config{URL: o.amqpURL, Exchange: o.amqpExch, RoutingKey: o.amqpKey, Channels: o.concurrency})
 		if err != nil {
@@ -97,7 +124,7 @@ func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
 		return t, func() { t.Close() }, nil
 	case "http":
 		if o.httpURL == "" {
-			return nil, nil, errors.New("--target http needs --http-url")
+			return nil, nil, o.flagErr("--target http needs --http-url")
 		}
 		t, err := outboxhttp.New(outboxhttp.Config{URL: o.httpURL})
 		if err != nil {
@@ -107,13 +134,18 @@ func (o *relayOptions) newTarget() (outbox.Target, func(), error) {
 	case "as4":
 		t, err := o.as4.target(o.sendTimeout)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, o.flagErr(err.Error())
 		}
 		return t, func() {}, nil
 	case "":
-		return nil, nil, errors.New("--target is required: kafka, amqp, http or as4")
+		return nil, nil, o.flagErr("--target is required: kafka, amqp, http or as4")
 	}
-	return nil, nil, fmt.Errorf("--target %q: use kafka, amqp, http or as4", o.target)
+	return nil, nil, o.flagErr(fmt.Sprintf("--target %q: use kafka, amqp, http or as4", o.target))
+}
+
+// flagErr is msg with each flag name given the flags' prefix.
+func (o *relayFlags) flagErr(msg string) error {
+	return errors.New(strings.ReplaceAll(msg, "--", "--"+o.prefix))
 }
 
 // outboxStore is the outbox table of db.
@@ -140,13 +172,13 @@ func runRelay(ctx context.Context, env *Env, args []string) int {
 	var target outbox.Target
 	if sub == "run" {
 		var closeTarget func()
-		if target, closeTarget, err = o.newTarget(); err != nil {
+		if target, closeTarget, err = o.relay.newTarget(); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
 			return ExitUsage
 		}
 		defer closeTarget()
 	}
-	db, err := openDB(ctx, o.db, int32(min(max(o.concurrency, 1)+2, 64)))
+	db, err := openDB(ctx, o.db, int32(min(max(o.relay.concurrency, 1)+2, 64)))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
 		return ExitUsage
@@ -164,8 +196,7 @@ func runRelay(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	r, err := outbox.New(st, outbox.Config{Target: target, Ordered: o.ordered, BatchSize: o.batch, Concurrency: o.concurrency,
-		MaxAttempts: o.maxAttempts, SendTimeout: o.sendTimeout, LeaseDuration: max(2*time.Minute, 4*o.sendTimeout), Logger: logger})
+	r, err := outbox.New(st, o.relay.config(target, logger))
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox relay:", flagNames(err))
 		return ExitUsage
@@ -180,7 +211,7 @@ func runRelay(ctx context.Context, env *Env, args []string) int {
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "relaying the outbox of %s to %s\n", db.where, o.target)
+	fmt.Fprintf(env.Stdout, "relaying the outbox of %s to %s\n", db.where, o.relay.target)
 	r.Run(ctx) //nolint:errcheck // nil: it runs until ctx is done
 	c := r.Counters()
 	fmt.Fprintf(env.Stdout, "stopped: sent %d, retried %d, failed %d\n", c.Sent, c.Retried, c.Failed)
@@ -284,17 +315,17 @@ type as4Partner struct {
 	name, url, from, to, fromRole, toRole, service, serviceType, action, domain string
 }
 
-func (p *as4Partner) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.name, "as4-partner", "", "as4: the row topic sent to this partner (default: rows of any topic)")
-	fs.StringVar(&p.url, "as4-url", "", "as4: the partner's AS4 endpoint URL")
-	fs.StringVar(&p.from, "as4-from", "", "as4: our PartyId (type:id or id)")
-	fs.StringVar(&p.to, "as4-to", "", "as4: the partner's PartyId (type:id or id)")
-	fs.StringVar(&p.fromRole, "as4-from-role", "", "as4: our Role (default: the ebMS3 initiator role)")
-	fs.StringVar(&p.toRole, "as4-to-role", "", "as4: the partner's Role (default: the ebMS3 responder role)")
-	fs.StringVar(&p.service, "as4-service", "", "as4: CollaborationInfo Service")
-	fs.StringVar(&p.serviceType, "as4-service-type", "", "as4: the Service's type attribute")
-	fs.StringVar(&p.action, "as4-action", "", "as4: CollaborationInfo Action")
-	fs.StringVar(&p.domain, "as4-message-id-domain", "txinbox", "as4: the domain of derived MessageIds (id@domain)")
+func (p *as4Partner) register(fs *flag.FlagSet, prefix string) {
+	fs.StringVar(&p.name, prefix+"as4-partner", "", "as4: the row topic sent to this partner (default: rows of any topic)")
+	fs.StringVar(&p.url, prefix+"as4-url", "", "as4: the partner's AS4 endpoint URL")
+	fs.StringVar(&p.from, prefix+"as4-from", "", "as4: our PartyId (type:id or id)")
+	fs.StringVar(&p.to, prefix+"as4-to", "", "as4: the partner's PartyId (type:id or id)")
+	fs.StringVar(&p.fromRole, prefix+"as4-from-role", "", "as4: our Role (default: the ebMS3 initiator role)")
+	fs.StringVar(&p.toRole, prefix+"as4-to-role", "", "as4: the partner's Role (default: the ebMS3 responder role)")
+	fs.StringVar(&p.service, prefix+"as4-service", "", "as4: CollaborationInfo Service")
+	fs.StringVar(&p.serviceType, prefix+"as4-service-type", "", "as4: the Service's type attribute")
+	fs.StringVar(&p.action, prefix+"as4-action", "", "as4: CollaborationInfo Action")
+	fs.StringVar(&p.domain, prefix+"as4-message-id-domain", "txinbox", "as4: the domain of derived MessageIds (id@domain)")
 }
 
 func (p *as4Partner) target(timeout time.Duration) (outbox.Target, error) {

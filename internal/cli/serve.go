@@ -63,6 +63,9 @@ type serveOptions struct {
 	Effect string
 	// EffectSQL are the statements of --effect sql.
 	EffectSQL statements
+	// Relay runs an outbox relay beside the sources: --relay-target and
+	// the other relay-* flags, named as txinbox relay's.
+	Relay relayFlags
 	// ops: --http-listen, --log-format, --retention, --purge-interval,
 	// --no-purge, --retry-window, --accept-short-retention.
 	ops serveOps
@@ -119,6 +122,7 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests and batches in flight")
 	o.ops.register(fs)
+	o.Relay.register(fs, env, "relay-")
 	o.sources.register(fs)
 	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
@@ -256,6 +260,14 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	for _, s := range srcs {
 		o.ops.checks[s.name] = s.ready
 	}
+	if o.Relay.target != "" {
+		rs, err := newServeRelay(o, db, logger)
+		if err != nil {
+			return fail(ExitUsage, err)
+		}
+		defer rs.close()
+		r.sources = append(r.sources, rs)
+	}
 	stopOps, err := o.ops.start(ctx, env, logger, db)
 	if err != nil {
 		return fail(ExitFailure, err)
@@ -309,7 +321,11 @@ func (r *serveRun) run(ctx context.Context) int {
 			}
 		})
 		names = append(names, s.name)
-		fmt.Fprintf(r.env.Stdout, "%s source running, scope %s\n", s.name, s.scope)
+		if s.scope == "" {
+			fmt.Fprintf(r.env.Stdout, "%s running\n", s.name)
+		} else {
+			fmt.Fprintf(r.env.Stdout, "%s source running, scope %s\n", s.name, s.scope)
+		}
 	}
 	if r.srv != nil {
 		go func() { failed <- r.srv.Serve(r.ln) }()

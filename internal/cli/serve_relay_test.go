@@ -1,0 +1,57 @@
+package cli_test
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// TestServeRelaysTheOutbox: an AS4 message (sent twice) becomes one outbox
+// row in serve's outbox effect; the relay serve runs beside the endpoint
+// POSTs it once, with the row's stable id, and marks it sent.
+func TestServeRelaysTheOutbox(t *testing.T) {
+	t.Parallel()
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "o.db")
+	url, stop, errs := startServe(t, "--db", path, "--effect", "outbox", "--no-purge",
+		"--relay-target", "http", "--relay-http-url", srv.URL)
+	postReceipt(t, url)
+	postReceipt(t, url)
+	deadline := time.Now().Add(30 * time.Second)
+	for rcv.count() < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := stop(); code != cli.ExitOK {
+		t.Fatalf("serve exited %d: %s", code, errs)
+	}
+	if rcv.count() != 1 || !strings.HasPrefix(rcv.keys[0], "as4/") || !strings.HasSuffix(rcv.keys[0], "/0") {
+		t.Fatalf("the receiver got %v, want one POST keyed as4/<key>/0", rcv.keys)
+	}
+	d, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var sent int
+	if err := d.DB().QueryRow(`SELECT count(*) FROM txinbox_outbox WHERE sent_at IS NOT NULL`).Scan(&sent); err != nil {
+		t.Fatal(err)
+	}
+	if sent != 1 {
+		t.Errorf("%d outbox rows marked sent, want 1", sent)
+	}
+}
+
+func TestServeRelayFlagErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "o.db"), "--as4-listen", "127.0.0.1:0", "--relay-target", "http")
+	if code != cli.ExitUsage || !strings.Contains(errs, "--relay-target http needs --relay-http-url") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
