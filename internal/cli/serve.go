@@ -209,6 +209,15 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	}
 	logger := o.ops.logger(env.Stderr)
 	o.ops.setup()
+	tracer, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
+	if err != nil {
+		return fail(ExitUsage, err)
+	}
+	defer stopTraces() // after the sources stopped: their last spans are flushed
+	o.ops.hooks = []txinbox.Hook{o.ops.metrics}
+	if tracer != nil {
+		o.ops.hooks = append(o.ops.hooks, tracer)
+	}
 	hard, cutBatches := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutBatches()
 	r := &serveRun{env: env, o: o, logger: logger, cutBatches: cutBatches}
@@ -231,7 +240,7 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
 	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
 		inbox: func(name, scope string) txinbox.Config[TTx] {
-			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: []txinbox.Hook{drainHook{hard}, o.ops.metrics},
+			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard}}, o.ops.hooks...),
 				Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)}
 		}})
 	if err != nil {
@@ -294,7 +303,7 @@ func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver
 		o.ops.alsoPurge = p.Purge // AS4 messages expire with the inbox rows
 	}
 	h, err := as4.New(driver, as4.Config[TTx]{
-		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: []txinbox.Hook{o.ops.metrics}}, Logger: logger,
+		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: o.ops.hooks}, Logger: logger,
 		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 	})

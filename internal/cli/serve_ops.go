@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/purger"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/store"
@@ -46,7 +47,11 @@ type serveOps struct {
 	alsoPurge func(ctx context.Context, before time.Time, limit int) (int64, error)
 	metrics   *prom.Metrics
 	registry  *prometheus.Registry
-	ready     *atomic.Bool // set in setup: the options struct is copied by value before
+	traces    serveTraces
+	// hooks are every processor's hooks: the metrics, and the tracer
+	// when --otel-traces is on (set by serveWith).
+	hooks []txinbox.Hook
+	ready *atomic.Bool // set in setup: the options struct is copied by value before
 }
 
 func (o *serveOps) register(fs *flag.FlagSet) {
@@ -58,6 +63,7 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
 		"start although --retention is shorter than a retry window or a broker's retention (a message delivered again after the retention is processed again); logged at start")
+	o.traces.register(fs)
 }
 
 func (o *serveOps) validate() error {
@@ -75,7 +81,7 @@ func (o *serveOps) validate() error {
 	if o.PurgeInterval <= 0 {
 		return fmt.Errorf("--purge-interval must be positive")
 	}
-	return nil
+	return o.traces.validate()
 }
 
 // horizon is how long a source can deliver a message again: a broker's
