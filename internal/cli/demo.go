@@ -29,6 +29,7 @@ type demoOptions struct {
 	keep       bool
 	sabotage   string
 	amqpURL    string
+	invoicer   invoicerOptions // --scenario invoicer (demo_invoicer.go)
 }
 
 // demoSummary is the demo's result; --json prints it as one object.
@@ -81,8 +82,12 @@ Flags:`)
 	fs.StringVar(&o.amqpURL, "amqp-url", cmp.Or(env.Getenv("TXINBOX_AMQP_URL"), defaultAMQPURL), "RabbitMQ broker of --source rabbitmq (env TXINBOX_AMQP_URL)")
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
 		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit)")
+	o.invoicer.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
+	}
+	if o.invoicer.scenario != "" {
+		return runInvoicerDemo(ctx, env, fs, o)
 	}
 	if err := o.validate(fs); err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)

@@ -1,0 +1,664 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox/as4/as4pg"
+	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/internal/invoicer"
+)
+
+// `txinbox demo --scenario invoicer`: the seed's EDI invoicer end to end.
+// The parent runs an embedded Kafka (kfake) and publishes InvoiceIssued
+// events (a share of them twice, as an at-least-once producer does). Three
+// child processes do the work and are SIGKILLed at random moments and
+// restarted: the consumer (Kafka -> inbox -> INVOIC + partner_invoices +
+// outbox row, one transaction), the relay (outbox -> AS4) and the partner
+// (an AS4 endpoint with its own inbox). At the end the parent checks the
+// tables itself: one INVOIC per invoice at the partner, no UNB control
+// reference used twice, every outbox row sent with a receipt stored.
+
+// invoicerOptions are the flags of the invoicer scenario.
+type invoicerOptions struct {
+	scenario      string
+	invoices      int
+	timeout       time.Duration
+	partnerSchema string
+}
+
+func (o *invoicerOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.scenario, "scenario", "", "run another scenario: invoicer (Kafka -> inbox -> INVOIC -> outbox -> AS4 partner, 3 processes SIGKILLed)")
+	fs.IntVar(&o.invoices, "invoices", 200, "--scenario invoicer: unique InvoiceIssued events")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "--scenario invoicer: fail if the invoices are not all delivered by then")
+	fs.StringVar(&o.partnerSchema, "partner-schema", "partner", "--scenario invoicer on PostgreSQL: the schema of the partner's tables")
+}
+
+// invoicerSummary is the scenario's result; --json prints it.
+type invoicerSummary struct {
+	Scenario  string `json:"scenario"`
+	DB        string `json:"db"`
+	Where     string `json:"where"`
+	Run       string `json:"run"`
+	Invoices  int    `json:"invoices"`
+	Published int    `json:"published"`
+	Resent    int    `json:"resent"`
+	// InvoicBuilt counts partner_invoices rows of the run: INVOICs built.
+	InvoicBuilt int `json:"invoic_built"`
+	// DoubleInvoices and LostInvoices compare them to the events.
+	DoubleInvoices int `json:"double_invoices"`
+	LostInvoices   int `json:"lost_invoices"`
+	// UNBRefsReusedSender counts control references on more than one
+	// partner_invoices row (the whole table).
+	UNBRefsReusedSender int `json:"unb_refs_reused_sender"`
+	OutboxRows          int `json:"outbox_rows"`
+	OutboxSentReceipt   int `json:"outbox_sent_with_receipt"`
+	// InvoicDelivered counts received_invoic rows of the run at the
+	// partner: one per delivery its handler ran.
+	InvoicDelivered int `json:"invoic_delivered"`
+	// DeliveredTwice, NeverDelivered and WrongRef check them per invoice.
+	DeliveredTwice   int `json:"delivered_twice"`
+	NeverDelivered   int `json:"never_delivered"`
+	WrongUNBRef      int `json:"wrong_unb_ref"`
+	UNBRefsReusedPar int `json:"unb_refs_reused_partner"`
+	// DuplicatesDroppedAtPartner counts AS4 resends the partner's inbox
+	// recognised (rows of partner_as4_duplicates, see docs/invoicer.md).
+	DuplicatesDroppedAtPartner int            `json:"duplicates_dropped_at_partner"`
+	Crashes                    int            `json:"crashes"`
+	CrashPoints                map[string]int `json:"crash_points"`
+	ElapsedMS                  int64          `json:"elapsed_ms"`
+	OK                         bool           `json:"ok"`
+}
+
+func runInvoicerDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions) int {
+	if err := o.validateInvoicer(fs); err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
+		return ExitUsage
+	}
+	d := &invoicerDemo{o: o, env: env, children: map[string]*invoicerChild{}}
+	if o.dbf.url == "" {
+		dir, err := os.MkdirTemp("", "txinbox-invoicer-")
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox demo:", err)
+			return ExitFailure
+		}
+		if !o.keep {
+			defer os.RemoveAll(dir)
+		}
+		d.o.dbf.url = filepath.Join(dir, "sender.db")
+	}
+	if d.o.seed == 0 {
+		d.o.seed = uint64(time.Now().UnixNano())
+	}
+	sum, err := d.execute(ctx)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
+		return ExitFailure
+	}
+	if o.json {
+		json.NewEncoder(env.Stdout).Encode(sum) //nolint:errcheck // stdout
+	} else {
+		printInvoicerSummary(env, sum)
+	}
+	if !sum.OK {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func (o *demoOptions) validateInvoicer(fs *flag.FlagSet) error {
+	inv := o.invoicer
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case inv.scenario != "invoicer":
+		return fmt.Errorf("--scenario %q: the only scenario is invoicer", inv.scenario)
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case set["source"] || set["sabotage"] || set["messages"]:
+		return errors.New("--scenario invoicer runs Kafka and takes --invoices: --source, --messages and --sabotage do not apply")
+	case inv.invoices < 1:
+		return fmt.Errorf("--invoices must be at least 1, got %d", inv.invoices)
+	case o.duplicates < 0 || o.duplicates > 1:
+		return fmt.Errorf("--duplicates must be between 0 and 1, got %g", o.duplicates)
+	case o.crashes < 0:
+		return fmt.Errorf("--crashes must not be negative, got %d", o.crashes)
+	case inv.timeout <= 0:
+		return fmt.Errorf("--timeout must be positive, got %s", inv.timeout)
+	case inv.partnerSchema == "":
+		return errors.New("--partner-schema must not be empty")
+	}
+	return nil
+}
+
+// invoicerDemo is the parent's state.
+type invoicerDemo struct {
+	o        demoOptions
+	env      *Env
+	rng      *rand.Rand
+	run      string
+	sender   *inboxDB
+	partner  *inboxDB
+	senderF  dbFlags
+	partnerF dbFlags
+	pt       partnerTables
+	events   []invoicerEvent
+	byMsgID  map[string]int // AS4 MessageId -> event
+	seeds    string
+	topic    string
+	addr     string // the partner endpoint
+	children map[string]*invoicerChild
+	// baselines: the partner tables' ids before the run.
+	receivedBase, dupBase int64
+	// progress, polled from the tables.
+	built, sent int
+	received    map[string]int   // AS4 MessageId -> received_invoic rows
+	schedule    map[string][]int // role -> progress thresholds of its crashes left
+	sum         *invoicerSummary
+}
+
+// The roles of the children, in the order the crashes are spread over them.
+var invoicerRoles = []string{"consumer", "relay", "partner"}
+
+func (d *invoicerDemo) execute(ctx context.Context) (*invoicerSummary, error) {
+	start := time.Now()
+	d.rng = rand.New(rand.NewPCG(d.o.seed, d.o.seed>>1|1))
+	d.run = strconv.FormatUint(d.o.seed%1_000_000_007, 36)
+	if err := d.openDatabases(ctx); err != nil {
+		return nil, err
+	}
+	defer d.sender.close()
+	defer d.partner.close()
+	stream := d.plan()
+	cluster, err := d.startKafka(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.Close()
+	if d.addr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	d.sum = &invoicerSummary{Scenario: "invoicer", DB: d.sender.kind, Where: d.sender.where + ", kfake, AS4 partner at " + d.addr,
+		Run: d.run, Invoices: len(d.events), Published: len(stream), Resent: len(stream) - len(d.events),
+		CrashPoints: map[string]int{}}
+	d.planCrashes()
+	runErr := d.supervise(ctx)
+	d.stopAll()
+	if runErr != nil {
+		return nil, runErr
+	}
+	if err := d.verify(ctx); err != nil {
+		return nil, err
+	}
+	d.sum.ElapsedMS = time.Since(start).Milliseconds()
+	return d.sum, nil
+}
+
+// openDatabases opens and migrates the sender's database and the
+// partner's: another SQLite file next to the sender's, or the schema
+// --partner-schema of the same PostgreSQL database.
+func (d *invoicerDemo) openDatabases(ctx context.Context) error {
+	d.senderF = d.o.dbf
+	d.partnerF = dbFlags{url: d.o.dbf.url, prefix: d.o.dbf.prefix, schema: d.o.invoicer.partnerSchema}
+	if !isPostgresURL(d.o.dbf.url) {
+		d.partnerF.schema = ""
+		d.partnerF.url = strings.TrimSuffix(d.o.dbf.url, ".db") + "-partner.db"
+	}
+	var err error
+	if d.sender, err = openDB(ctx, d.senderF, 4); err != nil {
+		return err
+	}
+	if d.partner, err = openDB(ctx, d.partnerF, 4); err != nil {
+		d.sender.close()
+		return err
+	}
+	if err := d.migrate(ctx); err != nil {
+		d.sender.close()
+		d.partner.close()
+		return err
+	}
+	return nil
+}
+
+func (d *invoicerDemo) migrate(ctx context.Context) error {
+	if err := d.sender.admin.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrating %s: %w", d.sender.where, err)
+	}
+	if err := d.partner.admin.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrating the partner's inbox: %w", err)
+	}
+	if d.sender.pg != nil {
+		if err := invoicer.MigratePostgreSQL(ctx, d.sender.pg.Pool()); err != nil {
+			return err
+		}
+		st, err := as4pg.New(d.partner.pg.Pool(), as4pg.Options{Schema: d.partnerF.schema, TablePrefix: d.partnerF.prefix})
+		if err == nil {
+			err = st.Migrate(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("migrating the partner's AS4 tables: %w", err)
+		}
+	} else {
+		if err := invoicer.MigrateSQLite(ctx, d.sender.lite.DB()); err != nil {
+			return err
+		}
+		st, err := as4sqlite.New(d.partner.lite.DB(), as4sqlite.Options{TablePrefix: d.partnerF.prefix})
+		if err == nil {
+			err = st.Migrate(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("migrating the partner's AS4 tables: %w", err)
+		}
+	}
+	d.pt = partnerTablesFor(d.partner, d.partnerF.schema)
+	if err := createPartnerTables(ctx, d.partner, d.pt); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		table string
+		into  *int64
+	}{{d.pt.received, &d.receivedBase}, {d.pt.duplicates, &d.dupBase}} {
+		if err := d.partner.query(ctx, `SELECT coalesce(max(id), 0) FROM `+b.table, nil, []any{b.into}, func() error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plan makes the events and the published stream: each event once, a
+// share (--duplicates) a second time somewhere after the first.
+func (d *invoicerDemo) plan() []int {
+	names := []string{"ACME", "GLOBEX", "INITECH"}
+	base := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	d.byMsgID = map[string]int{}
+	d.received = map[string]int{}
+	var stream []int
+	for i := range d.o.invoicer.invoices {
+		var lines []invoicer.Line
+		for l := range 1 + d.rng.IntN(3) {
+			lines = append(lines, invoicer.Line{SKU: fmt.Sprintf("SKU-%03d", d.rng.IntN(500)), Description: fmt.Sprintf("Article %d", l+1),
+				Quantity: int64(1 + d.rng.IntN(20)), UnitPriceCents: int64(100 + d.rng.IntN(50_000))})
+		}
+		ev := newInvoicerEvent(d.run, i+1, names[d.rng.IntN(len(names))], lines, base.Add(time.Duration(i)*time.Minute))
+		d.byMsgID[ev.messageID] = i
+		d.events = append(d.events, ev)
+		stream = append(stream, i)
+	}
+	for range int(float64(len(d.events))*d.o.duplicates + 0.5) {
+		orig := d.rng.IntN(len(d.events))
+		pos := orig + 1 + d.rng.IntN(len(stream)-orig)
+		stream = append(stream[:pos], append([]int{orig}, stream[pos:]...)...)
+	}
+	return stream
+}
+
+// startKafka starts a one-broker kfake cluster in this process and
+// publishes the stream, the event id in the message-id header.
+func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (*kfake.Cluster, error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("starting the kfake cluster: %w", err)
+	}
+	d.seeds, d.topic = cluster.ListenAddrs()[0], "invoices-"+d.run
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.seeds))
+	if err != nil {
+		cluster.Close()
+		return nil, err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, -1, nil, d.topic); err != nil {
+		cluster.Close()
+		return nil, fmt.Errorf("creating topic %s: %w", d.topic, err)
+	}
+	recs := make([]*kgo.Record, len(stream))
+	for i, e := range stream {
+		ev := d.events[e]
+		recs[i] = &kgo.Record{Topic: d.topic, Key: []byte(ev.id), Value: ev.payload,
+			Headers: []kgo.RecordHeader{{Key: invoicerKafkaHeader, Value: []byte(ev.id)}}}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		cluster.Close()
+		return nil, fmt.Errorf("publishing to %s: %w", d.topic, err)
+	}
+	return cluster, nil
+}
+
+// freeAddr picks a local port for the partner endpoint; every restart of
+// the partner listens on it again.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// planCrashes spreads --crashes over the roles, round robin, each at a
+// random point of its role's progress (invoices built, sent, received).
+func (d *invoicerDemo) planCrashes() {
+	d.schedule = map[string][]int{}
+	per := map[string]int{}
+	for i := range d.o.crashes {
+		per[invoicerRoles[i%len(invoicerRoles)]]++
+	}
+	n := len(d.events)
+	for role, c := range per {
+		for i := range c {
+			// The i-th of c crashes falls in the i-th of c+1 slices of
+			// the work, at a random point of it.
+			lo, hi := i*n/(c+1), (i+1)*n/(c+1)
+			d.schedule[role] = append(d.schedule[role], lo+d.rng.IntN(max(1, hi-lo)))
+		}
+	}
+}
+
+// progressOf is the role's progress that its crash thresholds refer to.
+func (d *invoicerDemo) progressOf(role string) int {
+	switch role {
+	case "consumer":
+		return d.built
+	case "relay":
+		return d.sent
+	}
+	return len(d.received)
+}
+
+// supervise runs the children until every invoice is delivered and every
+// planned crash happened, or the timeout.
+func (d *invoicerDemo) supervise(ctx context.Context) error {
+	for _, role := range invoicerRoles {
+		if err := d.start(role); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(d.o.invoicer.timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := d.poll(ctx); err != nil {
+			return err
+		}
+		for _, role := range invoicerRoles {
+			if err := d.checkChild(role); err != nil {
+				return err
+			}
+		}
+		done := len(d.received) == len(d.events) && d.sent == len(d.events)
+		for _, role := range invoicerRoles {
+			if s := d.schedule[role]; len(s) > 0 && (done || d.progressOf(role) >= s[0]) && d.children[role].age() > 50*time.Millisecond {
+				d.schedule[role] = s[1:]
+				if err := d.crash(role); err != nil {
+					return err
+				}
+			}
+		}
+		if done && d.sum.Crashes == d.o.crashes {
+			return nil
+		}
+		d.progressLine()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s: %d of %d invoices built, %d sent, %d delivered to the partner, %d of %d crashes",
+				d.o.invoicer.timeout, d.built, len(d.events), d.sent, len(d.received), d.sum.Crashes, d.o.crashes)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (d *invoicerDemo) progressLine() {
+	if d.env.IsTerminal && !d.o.json {
+		fmt.Fprintf(d.env.Stderr, "\rdemo: %d/%d invoices built, %d sent, %d delivered, %d/%d crashes ",
+			d.built, len(d.events), d.sent, len(d.received), d.sum.Crashes, d.o.crashes)
+	}
+}
+
+// poll reads the progress from the tables.
+func (d *invoicerDemo) poll(ctx context.Context) error {
+	if err := d.sender.query(ctx, `SELECT count(*) FROM partner_invoices WHERE run_id = $1`, []any{d.run},
+		[]any{&d.built}, func() error { return nil }); err != nil {
+		return fmt.Errorf("counting partner_invoices: %w", err)
+	}
+	if err := d.sender.query(ctx, `SELECT count(*) FROM `+d.sender.outboxTable()+
+		` WHERE scope = $1 AND message_id LIKE $2 AND sent_at IS NOT NULL`, []any{invoicer.DefaultScope, d.runPattern()},
+		[]any{&d.sent}, func() error { return nil }); err != nil {
+		return fmt.Errorf("counting sent outbox rows: %w", err)
+	}
+	// All the run's rows each time, not "id > the last seen": identity
+	// values are taken in one order and committed in another, so a row
+	// below the last id seen can still appear.
+	received := map[string]int{}
+	var msgID string
+	if err := d.partner.query(ctx, `SELECT message_id FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
+		[]any{&msgID}, func() error {
+			if _, ok := d.byMsgID[msgID]; ok {
+				received[msgID]++
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("counting received_invoic: %w", err)
+	}
+	d.received = received
+	return nil
+}
+
+func (d *invoicerDemo) runPattern() string { return "InvoiceIssued/" + d.run + "/%" }
+
+// invoicerChild is one running child process.
+type invoicerChild struct {
+	cmd     *exec.Cmd
+	stdin   interface{ Close() error }
+	stderr  *tailBuffer
+	started time.Time
+	exited  chan struct{} // closed when the process is gone
+	err     error         // its Wait error, once exited is closed
+}
+
+func (c *invoicerChild) age() time.Duration { return time.Since(c.started) }
+
+func (d *invoicerDemo) childArgs(role string) []string {
+	f := d.senderF
+	var args []string
+	switch role {
+	case "consumer":
+		args = []string{"demo-invoicer-consumer", "--seeds", d.seeds, "--topic", d.topic}
+	case "relay":
+		args = []string{"demo-invoicer-relay", "--partner-url", "http://" + d.addr + "/as4"}
+	case "partner":
+		args, f = []string{"demo-invoicer-partner", "--listen", d.addr}, d.partnerF
+	}
+	args = append(args, "--db", f.url, "--table-prefix", f.prefix)
+	if f.schema != "" {
+		args = append(args, "--schema", f.schema)
+	}
+	return args
+}
+
+func (d *invoicerDemo) start(role string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	c := &invoicerChild{cmd: exec.Command(self, d.childArgs(role)...), stderr: &tailBuffer{}, exited: make(chan struct{})}
+	c.cmd.Stderr = c.stderr
+	stdin, err := c.cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	c.stdin = stdin
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("starting the %s: %w", role, err)
+	}
+	c.started = time.Now()
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.exited)
+	}()
+	d.children[role] = c
+	return nil
+}
+
+// checkChild fails the run when a child died on its own: that is a bug,
+// not a crash of the schedule.
+func (d *invoicerDemo) checkChild(role string) error {
+	c := d.children[role]
+	select {
+	case <-c.exited:
+		return fmt.Errorf("the %s exited on its own (%v): %s", role, c.err, c.stderr.String())
+	default:
+		return nil
+	}
+}
+
+// crash SIGKILLs the role's child a random fraction of a few milliseconds
+// from now, wherever it is, waits for it to die and starts it again.
+func (d *invoicerDemo) crash(role string) error {
+	c := d.children[role]
+	time.Sleep(time.Duration(d.rng.IntN(3000)) * time.Microsecond)
+	c.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it may be gone already; Wait tells
+	<-c.exited
+	d.sum.Crashes++
+	d.sum.CrashPoints[role]++
+	return d.start(role)
+}
+
+// stopAll asks the children to leave (stdin closed), and kills those still
+// there after a while.
+func (d *invoicerDemo) stopAll() {
+	for _, c := range d.children {
+		c.stdin.Close()
+	}
+	for _, c := range d.children {
+		select {
+		case <-c.exited:
+		case <-time.After(15 * time.Second):
+			c.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it may be gone already
+			<-c.exited
+		}
+	}
+	if d.env.IsTerminal && !d.o.json {
+		fmt.Fprint(d.env.Stderr, "\r\033[K")
+	}
+}
+
+func printInvoicerSummary(env *Env, s *invoicerSummary) {
+	w := env.Stdout
+	fmt.Fprintf(w, "txinbox demo --scenario invoicer on %s (%s), run %s\n", s.DB, s.Where, s.Run)
+	fmt.Fprintf(w, "  invoices                 %6d  unique InvoiceIssued events (%d published, %d re-sent by the producer)\n", s.Invoices, s.Published, s.Resent)
+	fmt.Fprintf(w, "  INVOIC built             %6d  partner_invoices rows (%d invoices twice, %d never; %d UNB control references reused)\n",
+		s.InvoicBuilt, s.DoubleInvoices, s.LostInvoices, s.UNBRefsReusedSender)
+	fmt.Fprintf(w, "  outbox rows              %6d  %d sent with the partner's receipt stored\n", s.OutboxRows, s.OutboxSentReceipt)
+	fmt.Fprintf(w, "  invoic_delivered         %6d  received_invoic rows at the partner (%d invoices twice, %d never, %d wrong UNB reference, %d UNB references reused)\n",
+		s.InvoicDelivered, s.DeliveredTwice, s.NeverDelivered, s.WrongUNBRef, s.UNBRefsReusedPar)
+	fmt.Fprintf(w, "  duplicates at partner    %6d  AS4 resends the partner's inbox recognised and answered with the stored receipt\n", s.DuplicatesDroppedAtPartner)
+	fmt.Fprintf(w, "  crashes                  %6d  SIGKILL %s\n", s.Crashes, formatCrashPoints(s.CrashPoints))
+	fmt.Fprintf(w, "  elapsed                  %6.1fs\n", float64(s.ElapsedMS)/1000)
+	if s.OK {
+		fmt.Fprintln(w, "OK: every invoice reached the partner as exactly one INVOIC, with its own UNB control reference.")
+	} else {
+		fmt.Fprintln(w, "FAILED: an invoice was built or delivered twice or never, a control reference was reused, or a row was not sent.")
+	}
+}
+
+// verify counts everything from the tables, independently of what the
+// children reported (they report nothing).
+func (d *invoicerDemo) verify(ctx context.Context) error {
+	s := d.sum
+	// Sender: one partner_invoices row per event, each with its own UNB
+	// control reference.
+	refOf := map[string]string{} // event id -> unb_ref
+	perID := map[string]int{}
+	var id, ref string
+	if err := d.sender.query(ctx, `SELECT message_id, coalesce(unb_ref, '') FROM partner_invoices WHERE run_id = $1`, []any{d.run},
+		[]any{&id, &ref}, func() error { perID[id]++; refOf[id] = ref; s.InvoicBuilt++; return nil }); err != nil {
+		return fmt.Errorf("reading partner_invoices: %w", err)
+	}
+	for _, ev := range d.events {
+		switch n := perID[ev.id]; {
+		case n == 0:
+			s.LostInvoices++
+		case n > 1:
+			s.DoubleInvoices += n - 1
+		}
+	}
+	if err := d.sender.query(ctx, `SELECT count(*) FROM (SELECT unb_ref FROM partner_invoices WHERE unb_ref IS NOT NULL
+		GROUP BY unb_ref HAVING count(*) > 1) reused`, nil, []any{&s.UNBRefsReusedSender}, func() error { return nil }); err != nil {
+		return fmt.Errorf("checking the control references: %w", err)
+	}
+	if err := d.sender.query(ctx, `SELECT count(*), coalesce(sum(CASE WHEN sent_at IS NOT NULL AND receipt IS NOT NULL AND length(receipt) > 0
+		THEN 1 ELSE 0 END), 0) FROM `+d.sender.outboxTable()+` WHERE scope = $1 AND message_id LIKE $2`,
+		[]any{invoicer.DefaultScope, d.runPattern()}, []any{&s.OutboxRows, &s.OutboxSentReceipt}, func() error { return nil }); err != nil {
+		return fmt.Errorf("reading the outbox: %w", err)
+	}
+	if err := d.verifyPartner(ctx, refOf); err != nil {
+		return err
+	}
+	n := len(d.events)
+	s.OK = s.InvoicBuilt == n && s.DoubleInvoices == 0 && s.LostInvoices == 0 && s.UNBRefsReusedSender == 0 &&
+		s.OutboxRows == n && s.OutboxSentReceipt == n &&
+		s.InvoicDelivered == n && s.DeliveredTwice == 0 && s.NeverDelivered == 0 && s.WrongUNBRef == 0 && s.UNBRefsReusedPar == 0 &&
+		s.Crashes == d.o.crashes
+	return nil
+}
+
+// verifyPartner checks received_invoic: one row per invoice, carrying the
+// control reference the sender drew for it, no reference twice; and counts
+// the recognised resends.
+func (d *invoicerDemo) verifyPartner(ctx context.Context, refOf map[string]string) error {
+	s := d.sum
+	perMsg := map[string]int{}
+	refs := map[string]int{}
+	var msgID, ref string
+	if err := d.partner.query(ctx, `SELECT message_id, unb_ref FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
+		[]any{&msgID, &ref}, func() error {
+			i, ok := d.byMsgID[msgID]
+			if !ok {
+				return nil // another run's
+			}
+			s.InvoicDelivered++
+			perMsg[msgID]++
+			if refs[ref]++; refs[ref] == 2 {
+				s.UNBRefsReusedPar++
+			}
+			if refOf[d.events[i].id] != ref {
+				s.WrongUNBRef++
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("reading the partner's received_invoic: %w", err)
+	}
+	for _, ev := range d.events {
+		switch n := perMsg[ev.messageID]; {
+		case n == 0:
+			s.NeverDelivered++
+		case n > 1:
+			s.DeliveredTwice += n - 1
+		}
+	}
+	return d.partner.query(ctx, `SELECT message_id FROM `+d.pt.duplicates+` WHERE id > $1`, []any{d.dupBase},
+		[]any{&msgID}, func() error {
+			if _, ok := d.byMsgID[msgID]; ok {
+				s.DuplicatesDroppedAtPartner++
+			}
+			return nil
+		})
+}

@@ -1,0 +1,324 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4pg"
+	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/edi"
+	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/edi/edifact"
+	"github.com/txinbox/txinbox/internal/invoicer"
+	"github.com/txinbox/txinbox/outbox"
+	as4target "github.com/txinbox/txinbox/outbox/target/as4"
+	"github.com/txinbox/txinbox/source/kafka"
+	"github.com/txinbox/txinbox/store"
+)
+
+// The three child processes of `txinbox demo --scenario invoicer`, each a
+// hidden command the parent starts, SIGKILLs and restarts:
+//
+//   - demo-invoicer-consumer: Kafka source -> inbox -> INVOIC,
+//     partner_invoices row and outbox row, in one transaction;
+//   - demo-invoicer-relay: outbox -> AS4 target -> the partner;
+//   - demo-invoicer-partner: the partner's AS4 endpoint with its own inbox;
+//     its effect is a received_invoic row (ebMS MessageId, UNB control
+//     reference read from the payload by txinbox's EDIFACT key
+//     extraction), and it records every AS4 resend its inbox recognised.
+//
+// Each runs until its stdin closes (the parent asks it to leave) or it is
+// killed.
+
+func init() {
+	register("demo-invoicer-consumer", "", runInvoicerConsumer)
+	register("demo-invoicer-relay", "", runInvoicerRelay)
+	register("demo-invoicer-partner", "", runInvoicerPartner)
+}
+
+// The demo's trading partners: name (the event's partner, the outbox
+// row's Topic) and GLN (the UNB recipient).
+var invoicerPartners = map[string]edifact.Party{
+	"ACME":    {ID: "5790000000011", Qualifier: "14"},
+	"GLOBEX":  {ID: "5790000000028", Qualifier: "14"},
+	"INITECH": {ID: "5790000000035", Qualifier: "14"},
+}
+
+var invoicerSender = edifact.Party{ID: "5790000000004", Qualifier: "14"}
+
+const (
+	invoicerMessageIDDomain = "invoicer.txinbox.demo"
+	invoicerPartyType       = "urn:oasis:names:tc:ebcore:partyid-type:unregistered"
+	invoicerKafkaHeader     = "message-id"
+	invoicerPartnerScope    = "as4-from-invoicer"
+)
+
+// untilStdinCloses returns a context cancelled when stdin closes.
+func untilStdinCloses(ctx context.Context, env *Env) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		io.Copy(io.Discard, env.Stdin) //nolint:errcheck // EOF or error: leave either way
+		cancel()
+	}()
+	return ctx, cancel
+}
+
+// childMain parses a child's flags, opens its database and runs it.
+func childMain(ctx context.Context, env *Env, name string, args []string, extra func(fs *flag.FlagSet),
+	run func(ctx context.Context, db *inboxDB, dbf dbFlags) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var dbf dbFlags
+	dbf.register(fs, env)
+	extra(fs)
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	db, err := openDB(ctx, dbf, 4)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, name+":", err)
+		return ExitFailure
+	}
+	defer db.close()
+	ctx, cancel := untilStdinCloses(ctx, env)
+	defer cancel()
+	if err := run(ctx, db, dbf); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(env.Stderr, name+":", err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func runInvoicerConsumer(ctx context.Context, env *Env, args []string) int {
+	var seeds, topic string
+	return childMain(ctx, env, "demo-invoicer-consumer", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&seeds, "seeds", "", "a Kafka broker")
+		fs.StringVar(&topic, "topic", "", "the topic of the InvoiceIssued events")
+	}, func(ctx context.Context, db *inboxDB, _ dbFlags) error {
+		cfg := invoicer.Config{Scope: invoicer.DefaultScope, Sender: invoicerSender, Partners: invoicerPartners}
+		if db.pg != nil {
+			h, err := invoicer.PostgreSQL(outbox.PostgreSQL(db.pg), cfg)
+			if err != nil {
+				return err
+			}
+			return consumeInvoices(ctx, db.pg, h, seeds, topic)
+		}
+		h, err := invoicer.SQLite(outbox.SQLite(db.lite), cfg)
+		if err != nil {
+			return err
+		}
+		return consumeInvoices(ctx, db.lite, h, seeds, topic)
+	})
+}
+
+func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbox.HandlerFunc[TTx], seeds, topic string) error {
+	c, err := kafka.New(d, kafka.Config[TTx]{
+		Seeds: []string{seeds}, Topics: []string{topic}, Group: invoicer.DefaultScope,
+		Key: kafka.HeaderKey(invoicerKafkaHeader),
+		// Small polls and batches: the work is spread over time, so a
+		// SIGKILL lands in the middle of it.
+		MaxPollRecords: 16, Concurrency: 2,
+		Inbox: txinbox.Config[TTx]{Scope: invoicer.DefaultScope, Handler: h, MaxBatchSize: 8,
+			Logger: slog.New(slog.DiscardHandler)},
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(demoKafkaSession), kgo.HeartbeatInterval(demoKafkaSession / 10),
+			kgo.RebalanceTimeout(demoKafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+func runInvoicerRelay(ctx context.Context, env *Env, args []string) int {
+	var partnerURL string
+	return childMain(ctx, env, "demo-invoicer-relay", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&partnerURL, "partner-url", "", "the partner's AS4 endpoint")
+	}, func(ctx context.Context, db *inboxDB, _ dbFlags) error {
+		target, err := invoicerTarget(partnerURL)
+		if err != nil {
+			return err
+		}
+		var st outbox.Store
+		if db.pg != nil {
+			st = outbox.PostgreSQL(db.pg)
+		} else {
+			st = outbox.SQLite(db.lite)
+		}
+		r, err := outbox.New(st, outbox.Config{
+			Target: target, BatchSize: 4, Concurrency: 2, MaxAttempts: 1000,
+			// A partner being restarted answers again within a second.
+			Backoff:      func(attempt int) time.Duration { return time.Duration(min(attempt, 10)) * 100 * time.Millisecond },
+			PollInterval: 50 * time.Millisecond, SendTimeout: 2 * time.Second, LeaseDuration: 3 * time.Second,
+			Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			return err
+		}
+		return r.Run(ctx)
+	})
+}
+
+// invoicerTarget is the AS4 target: every partner is served by the demo's
+// one partner endpoint, each under its own PartyId.
+func invoicerTarget(url string) (*as4target.Target, error) {
+	partners := map[string]as4target.Partner{}
+	for name := range invoicerPartners {
+		partners[name] = as4target.Partner{URL: url,
+			From:    ebms.Party{IDs: []ebms.PartyID{{Type: invoicerPartyType, ID: "txinbox-invoicer"}}},
+			To:      ebms.Party{IDs: []ebms.PartyID{{Type: invoicerPartyType, ID: name}}},
+			Service: "urn:txinbox:demo:invoicing", Action: "INVOIC"}
+	}
+	return as4target.New(as4target.Config{Partners: partners, MessageIDDomain: invoicerMessageIDDomain, Timeout: 2 * time.Second})
+}
+
+func runInvoicerPartner(ctx context.Context, env *Env, args []string) int {
+	var listen string
+	return childMain(ctx, env, "demo-invoicer-partner", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&listen, "listen", "", "address of the partner's AS4 endpoint")
+	}, func(ctx context.Context, db *inboxDB, dbf dbFlags) error {
+		t := partnerTablesFor(db, dbf.schema)
+		if db.pg != nil {
+			st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: dbf.schema, TablePrefix: dbf.prefix})
+			if err != nil {
+				return err
+			}
+			return servePartner(ctx, listen, db, db.pg, st, pgTxExec, t)
+		}
+		st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: dbf.prefix})
+		if err != nil {
+			return err
+		}
+		return servePartner(ctx, listen, db, db.lite, st, sqlTxExec, t)
+	})
+}
+
+// servePartner runs the partner's AS4 endpoint until ctx is done.
+func servePartner[TTx any](ctx context.Context, listen string, db *inboxDB, d store.Driver[TTx], st as4.Store[TTx],
+	exec txExecFunc[TTx], t partnerTables) error {
+	h, err := as4.New(d, as4.Config[TTx]{
+		Store: st,
+		Inbox: txinbox.Config[TTx]{Scope: invoicerPartnerScope, Logger: slog.New(slog.DiscardHandler),
+			Hooks: []txinbox.Hook{&partnerDuplicates{db: db, table: t.duplicates}}},
+		Deliver: func(ctx context.Context, tx TTx, m *as4.Received) error {
+			if len(m.Parts) != 1 {
+				return txinbox.Permanent(fmt.Errorf("want one payload, got %d", len(m.Parts)))
+			}
+			// The partner knows the interchange by its UNB: txinbox's own
+			// EDIFACT key extraction reads it (and checks the envelope).
+			ics, err := edifact.Parse(bytes.NewReader(m.Parts[0].Data))
+			if err != nil || len(ics) != 1 {
+				return txinbox.Permanent(fmt.Errorf("payload is not one EDIFACT interchange: %v", err))
+			}
+			return exec(ctx, tx, `INSERT INTO `+t.received+` (message_id, unb_ref) VALUES ($1, $2)`,
+				m.UserMessage.MessageID, ics[0].ControlRef)
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/as4", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// partnerDuplicates records, for every AS4 message the partner's inbox
+// recognised as already received, a row with its ebMS MessageId. The hook
+// runs after the inbox's batch committed and before the endpoint answers
+// (Submit returns after the hooks), so every duplicate whose receipt
+// reached the relay is counted; a crash between the row and the answer
+// may count one whose answer was lost.
+type partnerDuplicates struct {
+	db    *inboxDB
+	table string
+}
+
+// OnOutcome records a Duplicate.
+func (p *partnerDuplicates) OnOutcome(ctx context.Context, m *txinbox.Message, res txinbox.Result) {
+	if res.Outcome != txinbox.Duplicate {
+		return
+	}
+	_, vals, err := edi.DecodeID(m.ID) // as4:party|type|MessageId
+	if err != nil || len(vals) != 3 {
+		return
+	}
+	// Best effort: the demo's count, not the business record.
+	p.db.exec(context.WithoutCancel(ctx), `INSERT INTO `+p.table+` (message_id) VALUES ($1)`, vals[2]) //nolint:errcheck // see above
+}
+
+// partnerTables are the partner's own tables, next to its inbox.
+type partnerTables struct {
+	received   string // received_invoic: one row per delivery the partner's handler ran
+	duplicates string // partner_as4_duplicates: one row per resend recognised
+}
+
+func partnerTablesFor(db *inboxDB, schema string) partnerTables {
+	if db.pg != nil && schema != "" {
+		return partnerTables{received: pgx.Identifier{schema, "received_invoic"}.Sanitize(),
+			duplicates: pgx.Identifier{schema, "partner_as4_duplicates"}.Sanitize()}
+	}
+	return partnerTables{received: "received_invoic", duplicates: "partner_as4_duplicates"}
+}
+
+// createPartnerTables creates the partner's tables. received_invoic has
+// deliberately NO unique constraint: one row per delivery the handler ran,
+// so a second delivery of one INVOIC would show.
+func createPartnerTables(ctx context.Context, db *inboxDB, t partnerTables) error {
+	id, ts := "id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "timestamptz NOT NULL DEFAULT now()"
+	if db.kind == "sqlite" {
+		id, ts = "id INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP"
+	}
+	for _, s := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + t.received + ` (` + id + `, message_id text NOT NULL, unb_ref text NOT NULL, received_at ` + ts + `)`,
+		`CREATE TABLE IF NOT EXISTS ` + t.duplicates + ` (` + id + `, message_id text NOT NULL, recorded_at ` + ts + `)`,
+	} {
+		if err := db.exec(ctx, s); err != nil {
+			return fmt.Errorf("creating the partner's tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// invoicerEvent is one planned InvoiceIssued event and its ids.
+type invoicerEvent struct {
+	id        string // the inbox message id, also the Kafka message-id header
+	messageID string // the AS4 MessageId its INVOIC travels under
+	payload   []byte
+}
+
+func newInvoicerEvent(run string, n int, partner string, lines []invoicer.Line, at time.Time) invoicerEvent {
+	ev := invoicer.InvoiceIssued{Type: invoicer.EventType, InvoiceID: fmt.Sprintf("INV-%s-%06d", run, n), Partner: partner,
+		IssuedAt: at, Currency: "EUR", Lines: lines, Run: run}
+	b, _ := json.Marshal(ev) // plain struct
+	id := fmt.Sprintf("InvoiceIssued/%s/%06d", run, n)
+	stable := (&outbox.Message{Scope: invoicer.DefaultScope, MessageID: id}).StableID()
+	return invoicerEvent{id: id, messageID: as4.DeriveMessageID(stable, invoicerMessageIDDomain), payload: b}
+}

@@ -1,0 +1,101 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/txinbox/txinbox/internal/testdb"
+)
+
+type invoicerResult struct {
+	Invoices                   int            `json:"invoices"`
+	Published                  int            `json:"published"`
+	InvoicBuilt                int            `json:"invoic_built"`
+	OutboxRows                 int            `json:"outbox_rows"`
+	OutboxSentReceipt          int            `json:"outbox_sent_with_receipt"`
+	InvoicDelivered            int            `json:"invoic_delivered"`
+	DeliveredTwice             int            `json:"delivered_twice"`
+	NeverDelivered             int            `json:"never_delivered"`
+	WrongUNBRef                int            `json:"wrong_unb_ref"`
+	UNBRefsReusedSender        int            `json:"unb_refs_reused_sender"`
+	UNBRefsReusedPartner       int            `json:"unb_refs_reused_partner"`
+	DuplicatesDroppedAtPartner int            `json:"duplicates_dropped_at_partner"`
+	Crashes                    int            `json:"crashes"`
+	CrashPoints                map[string]int `json:"crash_points"`
+	OK                         bool           `json:"ok"`
+}
+
+func runInvoicerDemo(t *testing.T, args ...string) invoicerResult {
+	t.Helper()
+	out, errs, code := runBin(t, append([]string{"demo", "--scenario", "invoicer", "--json"}, args...)...)
+	var r invoicerResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("txinbox demo --scenario invoicer %v: exit %d, %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
+	}
+	return r
+}
+
+func checkInvoicer(t *testing.T, r invoicerResult, invoices, crashes int) {
+	t.Helper()
+	if !r.OK || r.Invoices != invoices || r.InvoicBuilt != invoices || r.OutboxRows != invoices || r.OutboxSentReceipt != invoices ||
+		r.InvoicDelivered != invoices || r.DeliveredTwice != 0 || r.NeverDelivered != 0 || r.WrongUNBRef != 0 ||
+		r.UNBRefsReusedSender != 0 || r.UNBRefsReusedPartner != 0 {
+		t.Errorf("not exactly one INVOIC per invoice: %+v", r)
+	}
+	if r.Crashes != crashes {
+		t.Errorf("crashes = %d, want %d", r.Crashes, crashes)
+	}
+	for _, role := range []string{"consumer", "relay", "partner"} {
+		if r.CrashPoints[role] != crashes/3 {
+			t.Errorf("%d crashes of the %s, want %d: %v", r.CrashPoints[role], role, crashes/3, r.CrashPoints)
+		}
+	}
+	if r.Published <= r.Invoices {
+		t.Errorf("no event re-sent by the producer: %+v", r)
+	}
+}
+
+func TestDemoInvoicerSQLite(t *testing.T) {
+	t.Parallel()
+	r := runInvoicerDemo(t, "--db", filepath.Join(t.TempDir(), "sender.db"), "--invoices", "150", "--crashes", "6", "--seed", "7")
+	checkInvoicer(t, r, 150, 6)
+}
+
+func TestDemoInvoicerPostgres(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Require(t)
+	schema, partner := testdb.NewSchema(t, pool), testdb.NewSchema(t, pool)
+	url := testdb.URL() + "&search_path=" + schema + "&application_name=txinbox-invoicer-demo-test"
+	if !strings.Contains(testdb.URL(), "?") {
+		url = strings.Replace(url, "&search_path", "?search_path", 1)
+	}
+	r := runInvoicerDemo(t, "--db", url, "--partner-schema", partner, "--invoices", "300", "--crashes", "9", "--duplicates", "0.3")
+	checkInvoicer(t, r, 300, 9)
+	if r.Published != 390 {
+		t.Errorf("published = %d, want 390", r.Published)
+	}
+}
+
+func TestDemoInvoicerText(t *testing.T) {
+	t.Parallel()
+	out, errs, code := runBin(t, "demo", "--scenario", "invoicer", "--invoices", "30", "--crashes", "3")
+	if code != 0 || !strings.Contains(out, "OK: every invoice reached the partner as exactly one INVOIC") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+func TestDemoInvoicerFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--scenario", "nope"},
+		{"--scenario", "invoicer", "--invoices", "0"},
+		{"--scenario", "invoicer", "--source", "nats"},
+	} {
+		_, errs, code := runBin(t, append([]string{"demo"}, args...)...)
+		if code != 2 || !strings.Contains(errs, "txinbox demo: --") {
+			t.Errorf("demo %v: exit %d, stderr %q; want a usage error naming the flag", args, code, errs)
+		}
+	}
+}
