@@ -31,6 +31,7 @@ type benchOptions struct {
 	prefill    []int64
 	batchSizes []int64
 	chart      string
+	purgeRows  int64
 }
 
 // benchResult is one measured scenario.
@@ -65,6 +66,7 @@ type benchReport struct {
 	Results             []*benchResult `json:"results"`
 	Growth              []growthPoint  `json:"growth,omitempty"`
 	BatchSizes          []batchPoint   `json:"batch_sizes,omitempty"`
+	Purge               []purgePoint   `json:"purge,omitempty"`
 }
 
 func runBench(ctx context.Context, env *Env, args []string) int {
@@ -79,7 +81,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	fs.IntVar(&o.batch, "batch", 100, "messages per transaction")
 	fs.IntVar(&o.conns, "conns", 4, "connections for the ceiling and txinbox scenarios")
 	fs.StringVar(&dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
-	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka); default all")
+	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka, purge); default all but purge")
+	fs.Int64Var(&o.purgeRows, "purge-rows", 5_000_000, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
 	prefill := fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
@@ -117,6 +120,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	// from inflating the peak RSS that the report gives.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
 	rep, err := runBenchScenarios(ctx, env, o)
+	if err == nil && o.scenarios["purge"] {
+		rep.Purge, err = runPurgeBench(ctx, env, o)
+	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
 		return ExitFailure
@@ -139,8 +145,8 @@ func (o *benchOptions) parse(dups, only string) error {
 	if !isPostgresURL(o.db) {
 		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
 	}
-	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 {
-		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns and --rounds at least 1")
+	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 || o.purgeRows < 1 {
+		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns, --rounds and --purge-rows at least 1")
 	}
 	for _, d := range strings.Split(dups, ",") {
 		var f float64
@@ -149,7 +155,7 @@ func (o *benchOptions) parse(dups, only string) error {
 		}
 		o.dups = append(o.dups, f)
 	}
-	all := []string{"ceiling", "seed", "seed16", "txinbox", "light", "sqlite", "e2e-kafka"}
+	all := []string{"ceiling", "seed", "seed16", "txinbox", "light", "sqlite", "e2e-kafka", "purge"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -162,13 +168,17 @@ func (o *benchOptions) parse(dups, only string) error {
 	}
 	if len(o.scenarios) == 0 {
 		for _, s := range all {
-			o.scenarios[s] = true
+			o.scenarios[s] = s != "purge" // minutes of prefill: only when asked
 		}
 	}
 	return nil
 }
 
 func printBench(env *Env, rep *benchReport) {
+	if len(rep.Results) == 0 && len(rep.Purge) > 0 {
+		printPurgeBench(env.Stdout, rep.Purge)
+		return
+	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\t")
 	for _, r := range rep.Results {
@@ -190,6 +200,9 @@ func printBench(env *Env, rep *benchReport) {
 			fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.0f%%\t%.2f\t\n", b.Batch, b.Txinbox, b.Ceiling, 100*b.VsCeiling, b.TxinboxP99)
 		}
 		w.Flush()
+	}
+	if len(rep.Purge) > 0 {
+		printPurgeBench(env.Stdout, rep.Purge)
 	}
 	if len(rep.Growth) > 0 {
 		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)

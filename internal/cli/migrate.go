@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
+
+	"github.com/txinbox/txinbox/store/pgstore"
 )
 
 func init() {
@@ -15,6 +18,8 @@ func runMigrate(ctx context.Context, env *Env, args []string) int {
 	fs.SetOutput(env.Stderr)
 	var dbf dbFlags
 	dbf.register(fs, env)
+	partitioned := fs.Bool("partitioned", false, "PostgreSQL: create the inbox partitioned by period, purged by dropping partitions (chosen at the first migrate; see docs/operations.md)")
+	period := fs.Duration("partition-period", 7*24*time.Hour, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -24,6 +29,18 @@ func runMigrate(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	defer db.close()
+	if *partitioned {
+		if db.pg == nil {
+			fmt.Fprintln(env.Stderr, "txinbox migrate: --partitioned applies to PostgreSQL only")
+			return ExitUsage
+		}
+		d, err := pgstore.New(db.pg.Pool(), pgstore.Options{Schema: dbf.schema, TablePrefix: dbf.prefix, Partitioned: true, PartitionPeriod: *period})
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox migrate: --partition-period:", err)
+			return ExitUsage
+		}
+		db.admin = d
+	}
 	if err := db.admin.Migrate(ctx); err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox migrate: %s: %v\n", db.where, err)
 		return ExitFailure

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/txinbox/txinbox/internal/purger"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgstore"
 )
 
 func init() {
@@ -45,6 +47,14 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	before := time.Now().Add(-retention)
 	start := time.Now()
 	var res store.PurgeResult
+	// On a partitioned inbox, whole partitions go (all-scope purges only).
+	var partitions []int64
+	if db.pg != nil && *scope == "" {
+		if partitions, err = expiredPeriods(ctx, db.pg, before); err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.where, err)
+			return ExitFailure
+		}
+	}
 	if *dry {
 		res, err = pu.PurgeBatch(ctx, store.PurgeRequest{Scope: *scope, Before: before, DryRun: true})
 	} else {
@@ -55,7 +65,7 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	}
 	out := map[string]any{"dry_run": *dry, "before": before.UTC(), "inbox": res.Inbox, "attempts": res.Attempts,
-		"drift": res.Drift, "seconds": time.Since(start).Seconds()}
+		"drift": res.Drift, "partitions": partitions, "seconds": time.Since(start).Seconds()}
 	if *asJSON {
 		json.NewEncoder(env.Stdout).Encode(out) //nolint:errcheck // stdout
 		return ExitOK
@@ -66,7 +76,30 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "%s %d inbox rows, %d attempt rows, %d drift records older than %s (before %s) in %.1fs\n",
 		verb, res.Inbox, res.Attempts, res.Drift, *olderThan, before.UTC().Format(time.RFC3339), time.Since(start).Seconds())
+	if len(partitions) > 0 {
+		verb = "dropped"
+		if *dry {
+			verb = "would drop"
+		}
+		fmt.Fprintf(env.Stdout, "%s the partitions of periods %v (their rows are counted above)\n", verb, partitions)
+	}
 	return ExitOK
+}
+
+// expiredPeriods lists the periods whose partitions a purge with this
+// cut-off drops; none for an unpartitioned inbox.
+func expiredPeriods(ctx context.Context, d *pgstore.Driver, before time.Time) ([]int64, error) {
+	ps, err := d.Periods(ctx)
+	if errors.Is(err, pgstore.ErrNotPartitioned) {
+		return nil, nil
+	}
+	var out []int64
+	for _, p := range ps {
+		if !p.EndedAt.IsZero() && p.EndedAt.Before(before) && p.DroppedAt.IsZero() {
+			out = append(out, p.Period)
+		}
+	}
+	return out, err
 }
 
 func purgeNow(ctx context.Context, env *Env, pu store.Purger, scope string, retention time.Duration, batch int) (store.PurgeResult, error) {

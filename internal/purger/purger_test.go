@@ -2,9 +2,17 @@ package purger_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/purger"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store"
@@ -101,4 +109,170 @@ func TestConfigValidation(t *testing.T) {
 	if _, err := purger.New(nil, purger.Config{Retention: time.Hour, BatchSize: 10, MinBatch: 100}); err == nil {
 		t.Error("batch below the minimum accepted")
 	}
+}
+
+// TestHotPathNeverWaitsForThePurger processes new messages on 4
+// connections while a purge round removes 60,000 expired rows, in both
+// layouts (row deletes; a partition drop). Every 2 ms a sampler asks
+// pg_stat_activity whether a hot-path backend waits for a lock held by the
+// purger's backend (pg_blocking_pids); the hot path also runs with
+// lock_timeout = 200ms, so a longer wait fails its batch outright.
+func TestHotPathNeverWaitsForThePurger(t *testing.T) {
+	for _, partitioned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rows", true: "partitions"}[partitioned], func(t *testing.T) {
+			t.Parallel()
+			testHotPathNeverWaits(t, partitioned)
+		})
+	}
+}
+
+func testHotPathNeverWaits(t *testing.T, partitioned bool) {
+	const expired = 60000
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	ctx := context.Background()
+	hot := namedPool(t, schema, "txinbox-hot", 6, map[string]string{"lock_timeout": "200ms"})
+	cold := namedPool(t, schema, "txinbox-purger", 3, nil)
+	hd, _ := pgstore.New(hot, pgstore.Options{Partitioned: partitioned})
+	if err := hd.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cd, _ := pgstore.New(cold, pgstore.Options{})
+	if _, err := hot.Exec(ctx, "CREATE TABLE effects (message_id text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	fillExpired(t, hd, partitioned, expired)
+	p, err := txinbox.NewProcessor(hd, txinbox.Config[pgx.Tx]{Scope: "hot",
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			ids := make([]string, len(msgs))
+			for i, m := range msgs {
+				ids[i] = m.ID
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO effects SELECT unnest($1::text[])", ids)
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var batches, samples, waitsOnPurger, waitsOther atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				msgs := make([]*txinbox.Message, 100)
+				for j := range msgs {
+					msgs[j] = &txinbox.Message{ID: fmt.Sprintf("w%d-%d-%d", w, i, j), Payload: []byte("x")}
+				}
+				if _, err := p.Process(ctx, msgs); err != nil {
+					errs <- fmt.Errorf("hot path: %w", err)
+					return
+				}
+				batches.Add(1)
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var onPurger, other int64
+			if err := admin.QueryRow(ctx, `SELECT
+				count(*) FILTER (WHERE EXISTS (SELECT 1 FROM pg_stat_activity b WHERE b.pid = ANY(pg_blocking_pids(a.pid)) AND b.application_name = 'txinbox-purger')),
+				count(*) FILTER (WHERE a.wait_event_type = 'Lock')
+				FROM pg_stat_activity a WHERE a.application_name = 'txinbox-hot' AND a.wait_event_type = 'Lock'`).Scan(&onPurger, &other); err != nil {
+				errs <- fmt.Errorf("sampler: %w", err)
+				return
+			}
+			samples.Add(1)
+			waitsOnPurger.Add(onPurger)
+			waitsOther.Add(other - onPurger)
+			time.Sleep(2 * time.Millisecond) // the sampling period, not a wait for an event
+		}
+	})
+	// Let processing reach its pace before the purge starts.
+	for batches.Load() < 8 && len(errs) == 0 {
+		runtime.Gosched()
+	}
+	pg, err := purger.New(cd, purger.Config{Retention: 30 * 24 * time.Hour, BatchSize: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := batches.Load()
+	total, err := pg.Round(ctx)
+	during := batches.Load() - before
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err != nil || total.Inbox != expired {
+		t.Fatalf("Round = %+v, %v; want %d inbox rows", total, err, expired)
+	}
+	if waitsOnPurger.Load() != 0 {
+		t.Errorf("the hot path waited for a purger lock in %d of %d samples", waitsOnPurger.Load(), samples.Load())
+	}
+	var inbox, effects int64
+	if err := cold.QueryRow(ctx, hd.Tables().Expand(`SELECT (SELECT count(*) FROM {inbox}), (SELECT count(*) FROM effects)`)).Scan(&inbox, &effects); err != nil {
+		t.Fatal(err)
+	}
+	if inbox != effects || effects != batches.Load()*100 {
+		t.Errorf("%d inbox rows, %d effects, %d batches of 100", inbox, effects, batches.Load())
+	}
+	t.Logf("%d hot batches during the purge, %d samples, %d hot-path lock waits on others", during, samples.Load(), waitsOther.Load())
+}
+
+// fillExpired adds n inbox rows received 40 days ago: in the plain layout
+// in the one table; in the partitioned one in period 1, which is then
+// ended 35 days ago (a test device), with the current period 2.
+func fillExpired(t *testing.T, d *pgstore.Driver, partitioned bool, n int) {
+	t.Helper()
+	ctx := context.Background()
+	cols, vals := "", ""
+	if partitioned {
+		cols, vals = ", period", ", 1"
+	}
+	if _, err := d.Pool().Exec(ctx, d.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, payload_hash, received_at`+cols+`)
+		SELECT 'old', 'old-' || g, '\x00'::bytea, now() - interval '40 days'`+vals+` FROM generate_series(1, $1) g`), n); err != nil {
+		t.Fatal(err)
+	}
+	if !partitioned {
+		return
+	}
+	if _, _, err := d.RotatePeriod(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool().Exec(ctx, `UPDATE `+d.Tables().Prefix+`inbox_periods SET ended_at = now() - interval '35 days' WHERE period = 1`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func namedPool(t *testing.T, schema, app string, conns int32, params map[string]string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testdb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	for k, v := range params {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	cfg.MaxConns = conns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -19,7 +19,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		// The lock names the schema the tables will land in, so migrations
 		// of other schemas or prefixes do not wait for each other.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(
@@ -41,6 +41,11 @@ func (d *Driver) Migrate(ctx context.Context) error {
 		if _, err := pgx.ForEachRow(rows, []any{&v}, func() error { applied[v] = true; return nil }); err != nil {
 			return err
 		}
+		if d.opts.Partitioned && applied[1] {
+			if err := d.checkLayoutOption(ctx, tx); err != nil {
+				return err
+			}
+		}
 		for _, m := range ms {
 			if applied[m.Version] {
 				continue
@@ -48,12 +53,21 @@ func (d *Driver) Migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("pgstore: migration %03d_%s: %w", m.Version, m.Name, err)
 			}
+			if m.Version == 1 && d.opts.Partitioned {
+				// The plain table was created by this very transaction,
+				// so it is empty: replace it by the partitioned layout.
+				if err := d.migratePartitioned(ctx, tx); err != nil {
+					return err
+				}
+			}
 			if _, err := tx.Exec(ctx, d.t.Expand(`INSERT INTO {migrations} (version, name) VALUES ($1, $2)`), m.Version, m.Name); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	d.layout.Store(nil) // detect the layout again
+	return err
 }
 
 // Stats counts the rows of each inbox table.

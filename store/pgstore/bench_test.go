@@ -108,3 +108,74 @@ func BenchmarkSeedAlgorithm(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// BenchmarkProcessPartitioned measures the claim's cost of probing older
+// partitions: the same load as BenchmarkProcess (no duplicates) on the
+// plain layout and on partitioned inboxes with 1, 8 and 32 live periods,
+// each older period holding 20,000 rows:
+//
+//	go test ./store/pgstore -run '^$' -bench ProcessPartitioned -benchtime 20000x
+func BenchmarkProcessPartitioned(b *testing.B) {
+	for _, live := range []int{0, 1, 8, 32} {
+		b.Run(fmt.Sprintf("periods=%d", live), func(b *testing.B) {
+			pool := testdb.Require(b)
+			schema := testdb.NewSchema(b, pool)
+			pool = testdb.PoolIn(b, schema, 8)
+			ctx := context.Background()
+			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			d, _ := pgstore.New(pool, pgstore.Options{Partitioned: live > 0})
+			if err := d.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for p := 1; p < live; p++ {
+				if _, err := pool.Exec(ctx, d.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, payload_hash, period)
+					SELECT 'bench', 'old-' || $1::bigint || '-' || g, '\x00', $1::bigint FROM generate_series(1, 20000) g`), p); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := d.RotatePeriod(ctx, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := pool.Exec(ctx, d.Tables().Expand("ANALYZE {inbox}")); err != nil {
+				b.Fatal(err)
+			}
+			p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench",
+				BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+					ids := make([]string, len(msgs))
+					for i, m := range msgs {
+						ids[i] = m.ID
+					}
+					_, err := tx.Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+					return err
+				}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for {
+						start := next.Add(100) - 100
+						if start >= int64(b.N) {
+							return
+						}
+						msgs := make([]*txinbox.Message, 0, 100)
+						for i := start; i < min(start+100, int64(b.N)); i++ {
+							msgs = append(msgs, &txinbox.Message{ID: fmt.Sprint("m-", i), Payload: []byte("payload")})
+						}
+						if _, err := p.Process(ctx, msgs); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

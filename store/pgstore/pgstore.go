@@ -11,6 +11,9 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,6 +26,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
+// partitionedFS holds the DDL of the partitioned layout, applied by the
+// first Migrate of a driver with Options.Partitioned (see partition.go).
+//
+//go:embed partitioned/*.sql
+var partitionedFS embed.FS
+
 // Options configures a Driver.
 type Options struct {
 	// Schema holds the inbox tables; Migrate creates it if missing.
@@ -31,6 +40,25 @@ type Options struct {
 	Schema string
 	// TablePrefix is prepended to every table name. Defaults to "txinbox_".
 	TablePrefix string
+	// Partitioned makes the first Migrate create the inbox table
+	// partitioned by period (LIST on a period number), so that the purge
+	// drops whole partitions instead of deleting rows; duplicates are still
+	// caught across partitions (docs/operations.md, "Partitioned inbox").
+	// The layout is chosen when the inbox table is created and read back
+	// from the database afterwards: drivers opened without this option on
+	// a partitioned inbox use it as partitioned. Migrate fails when the
+	// option asks for a partitioned inbox and an unpartitioned one already
+	// exists. Defaults to false.
+	Partitioned bool
+	// PartitionPeriod is how long one partition receives new rows before
+	// the purge starts the next one; it is stored at the first Migrate
+	// (later values are ignored). Rows live between the retention and the
+	// retention plus one period, and every claim probes each older live
+	// partition (about retention / period + 1 of them), which costs
+	// throughput: keep that number small, e.g. 7 days for a 30-day
+	// retention (docs/operations.md has measurements). Defaults to 7 days;
+	// at least one minute.
+	PartitionPeriod time.Duration
 }
 
 // Driver is a store.Driver[pgx.Tx] on a pgx connection pool.
@@ -39,6 +67,12 @@ type Driver struct {
 	schema string
 	t      schema.Tables
 	q      queries
+	opts   Options
+	// periods is the qualified name of the period table of the
+	// partitioned layout.
+	periods string
+	// layout is the detected table layout, nil until known.
+	layout atomic.Pointer[layout]
 }
 
 var (
@@ -61,8 +95,15 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	if err := schema.ValidateIdent("pgstore: Options.TablePrefix", opts.TablePrefix, false); err != nil {
 		return nil, err
 	}
+	if opts.PartitionPeriod == 0 {
+		opts.PartitionPeriod = 7 * 24 * time.Hour
+	}
+	if opts.PartitionPeriod < time.Minute {
+		return nil, fmt.Errorf("pgstore: Options.PartitionPeriod %s is below the minimum of 1m", opts.PartitionPeriod)
+	}
 	t := schema.NewTables(opts.Schema, opts.TablePrefix)
-	return &Driver{pool: pool, schema: opts.Schema, t: t, q: newQueries(t)}, nil
+	periods := qualify(opts.Schema, opts.TablePrefix+"inbox_periods")
+	return &Driver{pool: pool, schema: opts.Schema, t: t, q: newQueries(t, periods), opts: opts, periods: periods}, nil
 }
 
 // Pool returns the driver's pool.
@@ -74,7 +115,11 @@ func (d *Driver) Tables() schema.Tables { return d.t }
 // Begin returns a batch transaction (READ COMMITTED, the default). It
 // begins with its first statement: with the claim, in one round trip.
 func (d *Driver) Begin(ctx context.Context) (store.Tx[pgx.Tx], error) {
-	return &pgTx{pool: d.pool, q: &d.q}, nil
+	l, err := d.layoutOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTx{pool: d.pool, q: &d.q, layout: l}, nil
 }
 
 // IsTransient reports deadlocks, serialization failures, claim races and

@@ -16,70 +16,82 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runPeriodChild()
 	storetest.RunChild(harness)
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
 }
 
-var harness = storetest.Harness[pgx.Tx]{
-	Name: "pgstore",
-	New: func(t *testing.T) (store.Driver[pgx.Tx], string) {
-		admin := testdb.Require(t)
-		schema := testdb.NewSchema(t, admin)
-		pool := testdb.PoolIn(t, schema, 16)
-		if _, err := pool.Exec(context.Background(), "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
-			t.Fatal(err)
-		}
-		d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return d, testdb.URL() + "|" + schema
-	},
-	Open: func(ctx context.Context, desc string) (store.Driver[pgx.Tx], func(), error) {
-		url, schema, _ := strings.Cut(desc, "|")
-		cfg, err := pgxpool.ParseConfig(url)
-		if err != nil {
-			return nil, nil, err
-		}
-		cfg.ConnConfig.RuntimeParams["search_path"] = schema
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
-		return d, pool.Close, err
-	},
-	InsertEffect: func(ctx context.Context, tx pgx.Tx, scope, id string) error {
-		_, err := tx.Exec(ctx, "INSERT INTO effects (scope, message_id) VALUES ($1, $2)", scope, id)
-		return err
-	},
-	Effects: func(t *testing.T, d store.Driver[pgx.Tx]) map[string]int {
-		rows, _ := d.(*pgstore.Driver).Pool().Query(context.Background(), "SELECT scope || '/' || message_id, count(*) FROM effects GROUP BY 1")
-		out := map[string]int{}
-		var k string
-		var n int
-		if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	},
-	InboxPayloadHash: func(t *testing.T, d store.Driver[pgx.Tx], scope, id string) []byte {
-		pd := d.(*pgstore.Driver)
-		var h []byte
-		err := pd.Pool().QueryRow(context.Background(), pd.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = $1 AND message_id = $2"), scope, id).Scan(&h)
-		if err == pgx.ErrNoRows {
-			return nil
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	},
+var harness = newHarness("pgstore", false)
+
+// newHarness adapts pgstore to the conformance suite; partitioned migrates
+// the partitioned layout, which the child processes then detect.
+func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
+	return storetest.Harness[pgx.Tx]{
+		Name: name,
+		New: func(t *testing.T) (store.Driver[pgx.Tx], string) {
+			admin := testdb.Require(t)
+			schema := testdb.NewSchema(t, admin)
+			pool := testdb.PoolIn(t, schema, 16)
+			if _, err := pool.Exec(context.Background(), "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			d, err := pgstore.New(pool, pgstore.Options{Schema: schema, Partitioned: partitioned})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return d, testdb.URL() + "|" + schema
+		},
+		Open: func(ctx context.Context, desc string) (store.Driver[pgx.Tx], func(), error) {
+			url, schema, _ := strings.Cut(desc, "|")
+			cfg, err := pgxpool.ParseConfig(url)
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg.ConnConfig.RuntimeParams["search_path"] = schema
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
+			return d, pool.Close, err
+		},
+		InsertEffect: func(ctx context.Context, tx pgx.Tx, scope, id string) error {
+			_, err := tx.Exec(ctx, "INSERT INTO effects (scope, message_id) VALUES ($1, $2)", scope, id)
+			return err
+		},
+		Effects: func(t *testing.T, d store.Driver[pgx.Tx]) map[string]int {
+			rows, _ := d.(*pgstore.Driver).Pool().Query(context.Background(), "SELECT scope || '/' || message_id, count(*) FROM effects GROUP BY 1")
+			out := map[string]int{}
+			var k string
+			var n int
+			if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		},
+		InboxPayloadHash: func(t *testing.T, d store.Driver[pgx.Tx], scope, id string) []byte {
+			pd := d.(*pgstore.Driver)
+			var h []byte
+			err := pd.Pool().QueryRow(context.Background(), pd.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = $1 AND message_id = $2"), scope, id).Scan(&h)
+			if err == pgx.ErrNoRows {
+				return nil
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		},
+	}
 }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, harness)
+}
+
+// TestConformancePartitioned runs the suite on the partitioned layout.
+func TestConformancePartitioned(t *testing.T) {
+	storetest.Run(t, newHarness("pgstore-partitioned", true))
 }

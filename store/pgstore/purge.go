@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/store"
 )
@@ -12,30 +14,98 @@ import (
 var _ store.Purger = (*Driver)(nil)
 
 // PurgeBatch deletes one bounded batch of expired rows per table in its own
-// transaction. Victims are chosen by ctid through the received_at index
-// with FOR UPDATE SKIP LOCKED, so the purge never waits for the hot path
-// (and the hot path, which only inserts new keys, never waits for it).
+// transaction. Victims are chosen through the received_at index; a row
+// that another transaction holds is skipped after at most 50 ms (see
+// deleteBatch), so the purge never waits long for the hot path, and the
+// hot path, which inserts new keys, never waits for the purge (except a
+// claim of an expired key whose row the purge is deleting, for the rest of
+// that batch).
+//
+// On a partitioned inbox, a batch without req.Scope first starts the next
+// period if the current one is over (RotatePeriod) and drops the
+// partitions of the periods that ended before req.Before
+// (DropExpiredPartitions), counting their rows in Inbox, which may then
+// exceed req.Limit; the row batch that follows removes only rows received
+// before req.Before that live in newer partitions. A purge of one scope
+// never drops partitions (they hold every scope): it deletes row by row.
 func (d *Driver) PurgeBatch(ctx context.Context, req store.PurgeRequest) (store.PurgeResult, error) {
 	var res store.PurgeResult
-	if req.DryRun {
-		err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT
-			(SELECT count(*) FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2)),
-			(SELECT count(*) FROM {attempts} WHERE last_failed_at < $1 AND ($2 = '' OR scope = $2)),
-			(SELECT count(*) FROM {drift} WHERE detected_at < $1 AND ($2 = '' OR scope = $2))`),
-			req.Before, req.Scope).Scan(&res.Inbox, &res.Attempts, &res.Drift)
+	l, err := d.layoutOf(ctx)
+	if err != nil {
 		return res, err
+	}
+	if req.DryRun {
+		return d.purgeDryRun(ctx, req, l)
 	}
 	if req.Limit <= 0 {
 		return res, errors.New("pgstore: PurgeBatch: Limit must be positive")
 	}
+	var dropped int64
+	if l.partitioned && req.Scope == "" {
+		if _, _, err := d.RotatePeriod(ctx, false); err != nil && !errors.Is(err, ErrPeriodSwitchBusy) {
+			return res, err
+		}
+		if _, dropped, err = d.DropExpiredPartitions(ctx, req.Before); err != nil {
+			return res, err
+		}
+	}
+	res, err = d.deleteBatch(ctx, req, l)
+	res.Inbox += dropped
+	return res, err
+}
+
+// purgeLockTimeout is how long a purge batch's plain DELETE may wait for a
+// row that another transaction holds (a Forget, or the claim of an expired
+// key) before the batch is redone skipping locked rows.
+const purgeLockTimeout = "50ms"
+
+// deleteBatch deletes at most req.Limit rows of each table in one
+// transaction: by ctid in the plain layout (a heap fetch, no index probe),
+// by key in the partitioned one (a ctid is unique only per partition).
+//
+// The fast path is a plain DELETE: expired rows are almost never locked,
+// and locking each row first (FOR UPDATE SKIP LOCKED) writes every heap
+// tuple and WAL record twice, which cost a third of the purge's speed in
+// the benchmark. The plain DELETE runs with a 50 ms lock_timeout; if it
+// times out, the batch is redone with FOR UPDATE SKIP LOCKED, which skips
+// what is locked. Either way the purge never waits long for anyone. The
+// commit does not wait for the WAL flush (synchronous_commit off): a purge
+// lost in a crash is redone by the next one, and no transaction depends on
+// it.
+func (d *Driver) deleteBatch(ctx context.Context, req store.PurgeRequest, l *layout) (store.PurgeResult, error) {
+	res, err := d.deleteOnce(ctx, req, l, "")
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+		return d.deleteOnce(ctx, req, l, " FOR UPDATE SKIP LOCKED")
+	}
+	return res, err
+}
+
+func (d *Driver) deleteOnce(ctx context.Context, req store.PurgeRequest, l *layout, locking string) (store.PurgeResult, error) {
+	var res store.PurgeResult
+	inbox := `DELETE FROM {inbox} WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2)
+		ORDER BY received_at LIMIT $3` + locking + `))`
+	if l.partitioned {
+		inbox = `DELETE FROM {inbox} i USING (
+		SELECT scope, message_id, period FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2)
+		ORDER BY received_at LIMIT $3` + locking + `) v
+		WHERE i.scope = v.scope AND i.message_id = v.message_id AND i.period = v.period`
+	}
+	other := func(table, column string) string {
+		return `DELETE FROM ` + table + ` WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM ` + table + ` WHERE ` + column + ` < $1 AND ($2 = '' OR scope = $2)
+		ORDER BY ` + column + ` LIMIT $3` + locking + `))`
+	}
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+purgeLockTimeout+`'; SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
 		for _, p := range []struct {
-			table, column string
-			n             *int64
-		}{{"{inbox}", "received_at", &res.Inbox}, {"{attempts}", "last_failed_at", &res.Attempts}, {"{drift}", "detected_at", &res.Drift}} {
-			tag, err := tx.Exec(ctx, d.t.Expand(`DELETE FROM `+p.table+` WHERE ctid = ANY(ARRAY(
-				SELECT ctid FROM `+p.table+` WHERE `+p.column+` < $1 AND ($2 = '' OR scope = $2)
-				ORDER BY `+p.column+` LIMIT $3 FOR UPDATE SKIP LOCKED))`), req.Before, req.Scope, req.Limit)
+			sql string
+			n   *int64
+		}{{inbox, &res.Inbox}, {other("{attempts}", "last_failed_at"), &res.Attempts}, {other("{drift}", "detected_at"), &res.Drift}} {
+			tag, err := tx.Exec(ctx, d.t.Expand(p.sql), req.Before, req.Scope, req.Limit)
 			if err != nil {
 				return err
 			}
@@ -44,6 +114,25 @@ func (d *Driver) PurgeBatch(ctx context.Context, req store.PurgeRequest) (store.
 		return nil
 	})
 	return res, err
+}
+
+// purgeDryRun counts what a purge would remove: on a partitioned inbox,
+// also the rows of the partitions it would drop.
+func (d *Driver) purgeDryRun(ctx context.Context, req store.PurgeRequest, l *layout) (store.PurgeResult, error) {
+	var res store.PurgeResult
+	inbox := `(SELECT count(*) FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2))`
+	if l.partitioned {
+		inbox = `(SELECT count(*) FROM {inbox} WHERE ($2 = '' OR scope = $2) AND (received_at < $1
+			OR ($2 = '' AND period IN (SELECT period FROM {periods} WHERE ended_at < $1 AND dropped_at IS NULL))))`
+	}
+	err := d.pool.QueryRow(ctx, d.expandP(`SELECT `+inbox+`,
+		(SELECT count(*) FROM {attempts} WHERE last_failed_at < $1 AND ($2 = '' OR scope = $2)),
+		(SELECT count(*) FROM {drift} WHERE detected_at < $1 AND ($2 = '' OR scope = $2))`),
+		req.Before, req.Scope).Scan(&res.Inbox, &res.Attempts, &res.Drift)
+	if err != nil {
+		return res, fmt.Errorf("pgstore: purge dry run: %w", err)
+	}
+	return res, nil
 }
 
 // PurgeLock holds a session advisory lock on a dedicated connection until

@@ -1,15 +1,29 @@
 package pgstore
 
-import "github.com/txinbox/txinbox/internal/schema"
+import (
+	"strings"
+
+	"github.com/txinbox/txinbox/internal/schema"
+)
 
 // queries are the driver's SQL, expanded once for its tables. Every value is
 // a bound parameter; only validated identifiers are spliced in.
 type queries struct {
 	claim, lookup, drift, failures, deadLetter string
 	checkpoint, checkpoints                    string
+	// The claim and lookup of the partitioned layout (partition.go).
+	claimPartitioned, lookupPartitioned string
 }
 
-func newQueries(t schema.Tables) queries {
+// qualify quotes name (already validated) and qualifies it with schema.
+func qualify(schema, name string) string {
+	if schema == "" {
+		return `"` + name + `"`
+	}
+	return `"` + schema + `"."` + name + `"`
+}
+
+func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
@@ -54,5 +68,32 @@ VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
 	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
+	// The partitioned claim inserts into the current period's partition
+	// only keys that no older partition holds. It runs after the
+	// transaction took the period lock shared (a statement of its own, so
+	// this statement's snapshot is taken after the lock was granted): see
+	// partition.go for why that closes the race with a period switch.
+	// Within one period, the partition's unique index serialises
+	// concurrent claims of a key as in the plain layout.
+	q.claimPartitioned = strings.ReplaceAll(t.Expand(`
+WITH c AS (SELECT (SELECT period FROM {periods} WHERE ended_at IS NULL) AS period)
+INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at, period)
+SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp(), c.period
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+CROSS JOIN c
+WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
+  AND NOT EXISTS (SELECT 1 FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id AND i.period < c.period)
+ORDER BY m.scope, m.message_id
+ON CONFLICT (scope, message_id, period) DO NOTHING
+RETURNING scope, message_id`), "{periods}", periods)
+	// At most one row per key exists across the partitions; LIMIT 1
+	// keeps the lookup one row per key even if an operator copied rows.
+	q.lookupPartitioned = t.Expand(`
+SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
+LEFT JOIN LATERAL (SELECT x.payload_hash FROM {inbox} x WHERE x.scope = m.scope AND x.message_id = m.message_id
+                   ORDER BY x.period LIMIT 1) i ON true
+LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`)
 	return q
 }

@@ -15,9 +15,10 @@ import (
 // travels in the same round trip (pgx.Batch.BeginTx), so a batch costs
 // one round trip less.
 type pgTx struct {
-	pool *pgxpool.Pool
-	tx   pgx.Tx // nil until begun
-	q    *queries
+	pool   *pgxpool.Pool
+	tx     pgx.Tx // nil until begun
+	q      *queries
+	layout *layout
 }
 
 // Tx returns the open transaction; the processor calls it only after the
@@ -34,7 +35,12 @@ func (t *pgTx) begin(ctx context.Context) error {
 		return err
 	}
 	t.tx = tx
-	return nil
+	if t.layout.partitioned {
+		// Taken before any savepoint: a lock taken inside one would be
+		// released by ROLLBACK TO SAVEPOINT.
+		_, err = tx.Exec(ctx, lockPeriodShared, t.layout.periodLock)
+	}
+	return err
 }
 
 func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
@@ -66,8 +72,12 @@ func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store
 		inserted, err = t.markInserted(rs, index, res)
 		return err
 	}
+	claim := t.q.claim
+	if t.layout.partitioned {
+		claim = t.q.claimPartitioned
+	}
 	if t.tx != nil {
-		rs, err := t.tx.Query(ctx, t.q.claim, args...)
+		rs, err := t.tx.Query(ctx, claim, args...)
 		if err != nil {
 			return 0, err
 		}
@@ -75,7 +85,12 @@ func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store
 	}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	b.Queue(t.q.claim, args...).Query(scan)
+	if t.layout.partitioned {
+		// Same round trip; the claim's own snapshot is taken after the
+		// lock is granted (partition.go).
+		b.Queue(lockPeriodShared, t.layout.periodLock)
+	}
+	b.Queue(claim, args...).Query(scan)
 	br := t.pool.SendBatch(ctx, b)
 	t.tx = br.Tx() // rolled back (or closed) by the caller on error
 	return inserted, br.Close()
@@ -106,7 +121,11 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids 
 			at, lscopes, lids = append(at, i), append(lscopes, scopes[i]), append(lids, ids[i])
 		}
 	}
-	rs, err := t.tx.Query(ctx, t.q.lookup, lscopes, lids)
+	lookup := t.q.lookup
+	if t.layout.partitioned {
+		lookup = t.q.lookupPartitioned
+	}
+	rs, err := t.tx.Query(ctx, lookup, lscopes, lids)
 	if err != nil {
 		return err
 	}
