@@ -62,13 +62,14 @@ func SQLite(d *sqlitestore.Driver) *Lite {
 			FROM {outbox} WHERE failed_at IS NOT NULL ORDER BY id DESC LIMIT ?`),
 		replay: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
 			WHERE id = ? AND failed_at IS NOT NULL AND sent_at IS NULL`),
+		sentBefore: x(`SELECT count(*) FROM {outbox} WHERE sent_at < ?`),
 		purge: x(`DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox}
 			WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY sent_at LIMIT ?)`),
 	}}
 }
 
 type liteQueries struct {
-	add, claim, claimOrdered, sent, retry, failed, release, stats, listFailed, replay, purge string
+	add, claim, claimOrdered, sent, retry, failed, release, stats, listFailed, replay, purge, sentBefore string
 }
 
 // timeFormat is sqlitestore's: UTC, fixed width, so that text order is
@@ -256,4 +257,11 @@ func (l *Lite) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (i
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// SentBefore counts the rows sent before olderThan.
+func (l *Lite) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
+	var n int64
+	err := l.db.QueryRowContext(ctx, l.q.sentBefore, formatTime(olderThan)).Scan(&n)
+	return n, err
 }

@@ -60,13 +60,14 @@ func PostgreSQL(d *pgstore.Driver) *PG {
 			FROM {outbox} WHERE failed_at IS NOT NULL ORDER BY id DESC LIMIT $1`),
 		replay: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL
 			WHERE id = $1 AND failed_at IS NOT NULL AND sent_at IS NULL`),
+		sentBefore: x(`SELECT count(*) FROM {outbox} WHERE sent_at < $1`),
 		purge: x(`DELETE FROM {outbox} WHERE id = ANY(ARRAY(SELECT id FROM {outbox}
 			WHERE sent_at IS NOT NULL AND sent_at < $1 ORDER BY sent_at LIMIT $2))`),
 	}}
 }
 
 type pgQueries struct {
-	add, claim, claimOrdered, sent, retry, failed, stats, listFailed, replay, purge string
+	add, claim, claimOrdered, sent, retry, failed, stats, listFailed, replay, purge, sentBefore string
 }
 
 // Add writes e to the outbox in tx, the handler's inbox transaction: the
@@ -196,4 +197,11 @@ func (p *PG) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int
 	}
 	tag, err := p.pool.Exec(ctx, p.q.purge, olderThan, limit)
 	return tag.RowsAffected(), err
+}
+
+// SentBefore counts the rows sent before olderThan.
+func (p *PG) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
+	var n int64
+	err := p.pool.QueryRow(ctx, p.q.sentBefore, olderThan).Scan(&n)
+	return n, err
 }

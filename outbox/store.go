@@ -26,6 +26,9 @@ type Store interface {
 	// first, and returns how many it deleted. Rows not sent (waiting or
 	// failed) are never purged.
 	PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error)
+	// SentBefore counts the rows sent before olderThan: what PurgeSent
+	// would delete, for a dry run.
+	SentBefore(ctx context.Context, olderThan time.Time) (int64, error)
 
 	// claim takes up to spec.n rows for one relay; the relay sends them
 	// and hands the outcomes to the claim's finish.

@@ -125,3 +125,19 @@ p AS (DELETE FROM {payloads} d USING v WHERE d.scope = v.scope AND d.message_key
 DELETE FROM {messages} m USING v WHERE m.scope = v.scope AND m.message_key = v.message_key`), before, limit)
 	return tag.RowsAffected(), err
 }
+
+// Exists reports whether the AS4 tables were created (by Migrate), so that
+// a purge of a database without them leaves them alone.
+func (s *Store) Exists(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.t.Messages).Scan(&ok)
+	return ok, err
+}
+
+// Expired counts the messages received before before: what Purge would
+// delete, for a dry run.
+func (s *Store) Expired(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, s.t.Expand(`SELECT count(*) FROM {messages} WHERE received_at < $1`), before).Scan(&n)
+	return n, err
+}

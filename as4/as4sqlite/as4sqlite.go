@@ -133,3 +133,21 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int64, 
 	n, _ := r.RowsAffected()
 	return n, tx.Commit()
 }
+
+// Exists reports whether the AS4 tables were created (by Migrate), so that
+// a purge of a database without them leaves them alone.
+func (s *Store) Exists(ctx context.Context) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
+		s.t.Prefix+"as4_messages").Scan(&n)
+	return n > 0, err
+}
+
+// Expired counts the messages received before before: what Purge would
+// delete, for a dry run.
+func (s *Store) Expired(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, s.t.Expand(`SELECT count(*) FROM {messages} WHERE received_at < ?`),
+		before.UTC().Format("2006-01-02T15:04:05.000000000Z")).Scan(&n)
+	return n, err
+}

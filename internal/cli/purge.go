@@ -10,13 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox/as4/as4pg"
+	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/internal/purger"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
 func init() {
-	register("purge", "delete inbox rows older than the retention, in bounded batches", runPurge)
+	register("purge", "delete inbox rows (and AS4 messages, sent outbox rows) older than the retention, in bounded batches", runPurge)
 }
 
 func runPurge(ctx context.Context, env *Env, args []string) int {
@@ -60,12 +62,19 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	} else {
 		res, err = purgeNow(ctx, env, pu, *scope, retention, *batch)
 	}
+	var others purgedOthers
+	if err == nil && *scope == "" {
+		// The AS4 messages and the sent outbox rows go with the inbox
+		// rows (all-scope purges only: they have no scope of their own).
+		others, err = purgeOthers(ctx, db, dbf, before, *dry, *batch)
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.where, err)
 		return ExitFailure
 	}
 	out := map[string]any{"dry_run": *dry, "before": before.UTC(), "inbox": res.Inbox, "attempts": res.Attempts,
-		"drift": res.Drift, "partitions": partitions, "seconds": time.Since(start).Seconds()}
+		"drift": res.Drift, "as4_messages": others.as4, "outbox_sent": others.outbox, "partitions": partitions,
+		"seconds": time.Since(start).Seconds()}
 	if *asJSON {
 		json.NewEncoder(env.Stdout).Encode(out) //nolint:errcheck // stdout
 		return ExitOK
@@ -76,6 +85,9 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "%s %d inbox rows, %d attempt rows, %d drift records older than %s (before %s) in %.1fs\n",
 		verb, res.Inbox, res.Attempts, res.Drift, *olderThan, before.UTC().Format(time.RFC3339), time.Since(start).Seconds())
+	if others.as4 > 0 || others.outbox > 0 {
+		fmt.Fprintf(env.Stdout, "%s %d AS4 messages and %d sent outbox rows of the same age\n", verb, others.as4, others.outbox)
+	}
 	if len(partitions) > 0 {
 		verb = "dropped"
 		if *dry {
@@ -84,6 +96,63 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "%s the partitions of periods %v (their rows are counted above)\n", verb, partitions)
 	}
 	return ExitOK
+}
+
+// purgedOthers counts what a purge deleted (or would) besides the inbox.
+type purgedOthers struct{ as4, outbox int64 }
+
+// purgeOthers deletes, in bounded batches, the AS4 messages (when serve
+// created their tables) and the sent outbox rows older than before; a dry
+// run counts them.
+func purgeOthers(ctx context.Context, db *inboxDB, dbf dbFlags, before time.Time, dry bool, batch int) (purgedOthers, error) {
+	var out purgedOthers
+	type as4Purger interface {
+		Exists(context.Context) (bool, error)
+		Expired(context.Context, time.Time) (int64, error)
+		Purge(context.Context, time.Time, int) (int64, error)
+	}
+	var as4 as4Purger
+	var err error
+	if db.pg != nil {
+		as4, err = as4pg.New(db.pg.Pool(), as4pg.Options{Schema: dbf.schema, TablePrefix: dbf.prefix})
+	} else {
+		as4, err = as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: dbf.prefix})
+	}
+	if err != nil {
+		return out, err
+	}
+	ob := db.outboxStore()
+	ok, err := as4.Exists(ctx)
+	if err != nil {
+		return out, fmt.Errorf("AS4 tables: %w", err)
+	}
+	if dry {
+		if ok {
+			if out.as4, err = as4.Expired(ctx, before); err != nil {
+				return out, fmt.Errorf("AS4 messages: %w", err)
+			}
+		}
+		out.outbox, err = ob.SentBefore(ctx, before)
+		return out, err
+	}
+	drain := func(what string, n *int64, purge func(context.Context, time.Time, int) (int64, error)) error {
+		for {
+			k, err := purge(ctx, before, batch)
+			*n += k
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if k < int64(batch) {
+				return nil
+			}
+		}
+	}
+	if ok {
+		if err := drain("AS4 messages", &out.as4, as4.Purge); err != nil {
+			return out, err
+		}
+	}
+	return out, drain("sent outbox rows", &out.outbox, ob.PurgeSent)
 }
 
 // expiredPeriods lists the periods whose partitions a purge with this

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,11 +17,12 @@ import (
 )
 
 // as4Partner is a real txinbox AS4 endpoint on its own SQLite file; it
-// returns the endpoint's URL and a counter of its inbox rows.
-func as4Partner(t *testing.T) (string, func() int) {
+// returns the endpoint's URL, a counter of its inbox rows and the file.
+func as4Partner(t *testing.T) (string, func() int, string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "partner.db"), sqlitestore.Options{})
+	path := filepath.Join(t.TempDir(), "partner.db")
+	d, err := sqlitestore.Open(path, sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +49,27 @@ func as4Partner(t *testing.T) (string, func() int) {
 			t.Fatal(err)
 		}
 		return n
+	}, path
+}
+
+// sqliteExec runs statements on a SQLite file.
+func sqliteExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	d, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, s := range stmts {
+		if _, err := d.DB().Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
 	}
 }
 
 func TestRelayToAS4Partner(t *testing.T) {
 	db := outboxRows(t, 3, false)
-	url, received := as4Partner(t)
+	url, received, _ := as4Partner(t)
 	args := []string{"relay", "--db", db, "--target", "as4", "--as4-url", url, "--as4-from", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088:4012345000009",
 		"--as4-to", "partner", "--as4-service", "urn:txinbox:invoic", "--as4-action", "Deliver", "--once"}
 	if out, errs, code := run(t, args...); code != 0 || !strings.Contains(out, "sent 3, retrying 0, failed 0") {
@@ -63,14 +80,7 @@ func TestRelayToAS4Partner(t *testing.T) {
 	}
 	// The rows are sent again (as after a crash before they were marked
 	// sent): the derived MessageIds make them the partner's duplicates.
-	d, err := sqlitestore.Open(db, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.DB().Exec(`UPDATE ` + d.Tables().Outbox + ` SET sent_at = NULL, receipt = NULL`); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
+	sqliteExec(t, db, `UPDATE txinbox_outbox SET sent_at = NULL, receipt = NULL`)
 	if out, errs, code := run(t, args...); code != 0 || !strings.Contains(out, "sent 3,") {
 		t.Fatalf("relay again: %d %q %q", code, out, errs)
 	}
@@ -94,5 +104,46 @@ func TestRelayAS4FlagErrors(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want it to name %s", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestPurgeTakesAS4MessagesAndSentOutboxRows: txinbox purge deletes, with
+// the inbox rows, the AS4 messages past the retention (at the partner) and
+// the sent outbox rows past it (at the sender), never an unsent one; the
+// dry run counts them.
+func TestPurgeTakesAS4MessagesAndSentOutboxRows(t *testing.T) {
+	db := outboxRows(t, 4, false)
+	url, _, partner := as4Partner(t)
+	if out, errs, code := run(t, "relay", "--db", db, "--target", "as4", "--as4-url", url, "--as4-from", "a", "--as4-to", "b",
+		"--as4-service", "s", "--as4-action", "x", "--once"); code != 0 || !strings.Contains(out, "sent 4,") {
+		t.Fatalf("relay: %d %q %q", code, out, errs)
+	}
+	old := `'2020-01-01T00:00:00.000000000Z'`
+	// Sender: three rows sent long ago, one sent now; one more never sent.
+	sqliteExec(t, db, `UPDATE txinbox_outbox SET sent_at = `+old+` WHERE message_id IN ('m0', 'm1', 'm2')`,
+		`INSERT INTO txinbox_outbox (scope, message_id, part, payload, created_at) VALUES ('s', 'unsent', 0, x'00', `+old+`)`)
+	// Partner: two of its four AS4 messages received long ago.
+	sqliteExec(t, partner, `UPDATE txinbox_as4_messages SET received_at = `+old+` WHERE message_key IN (SELECT message_key FROM txinbox_as4_messages ORDER BY message_key LIMIT 2)`)
+
+	check := func(path string, dry bool, as4, outbox float64) {
+		t.Helper()
+		args := []string{"purge", "--db", path, "--json"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		out, errs, code := run(t, args...)
+		var res map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["as4_messages"] != as4 || res["outbox_sent"] != outbox {
+			t.Errorf("%v: %d %q %q, want %v AS4 messages and %v outbox rows", args, code, out, errs, as4, outbox)
+		}
+	}
+	check(db, true, 0, 3)
+	check(db, false, 0, 3)
+	check(db, false, 0, 0)
+	check(partner, true, 2, 0)
+	check(partner, false, 2, 0)
+	check(partner, true, 0, 0)
+	if out, _, _ := run(t, "status", "--db", db, "--json"); !strings.Contains(out, `"sent":1`) || !strings.Contains(out, `"unsent":1`) {
+		t.Errorf("status after the purge: %s", out)
 	}
 }
