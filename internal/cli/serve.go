@@ -95,9 +95,9 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "" && !o.sources.configured():
+	case o.AS4Listen == "" && !o.sources.configured() && o.Relay.target == "":
 		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --kafka-brokers, --amqp-url, " +
-			"--sqs-queue-url or --nats-url")
+			"--sqs-queue-url or --nats-url (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,40 @@ func TestServeRelayFlagErrorsNameTheFlag(t *testing.T) {
 	_, errs, code := run(t, "serve", "--db", filepath.Join(t.TempDir(), "o.db"), "--as4-listen", "127.0.0.1:0", "--relay-target", "http")
 	if code != cli.ExitUsage || !strings.Contains(errs, "--relay-target http needs --relay-http-url") {
 		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestServeRelayOnly: serve with no source but --relay-target runs the
+// relay alone and sends the rows already in the outbox.
+func TestServeRelayOnly(t *testing.T) {
+	t.Parallel()
+	db := outboxRows(t, 3, false)
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lineWriter{lines: make(chan string, 16)}
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", db, "--no-purge", "--relay-target", "http", "--relay-http-url", srv.URL})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for rcv.count() < 3 && time.Now().Before(deadline) {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs)
+		case <-out.lines:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Errorf("serve exited %d: %s", code, errs)
+	}
+	if rcv.count() != 3 {
+		t.Errorf("the receiver got %d rows, want 3", rcv.count())
 	}
 }
