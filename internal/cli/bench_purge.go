@@ -33,6 +33,19 @@ type purgePoint struct {
 	PurgeSeconds     float64 `json:"purge_seconds"`
 	PurgeRowsPerS    float64 `json:"purge_rows_per_s"`
 	PurgeBatches     int     `json:"purge_batches"`
+	// Steady is the same purge (of a fresh prefill) under a steady
+	// offered load of half the baseline, as a service runs between
+	// peaks, rather than under saturation.
+	Steady *steadyPurge `json:"steady,omitempty"`
+}
+
+// steadyPurge is a purge under a steady offered load.
+type steadyPurge struct {
+	OfferedMsgsPerS  float64 `json:"offered_msgs_per_s"`
+	AchievedMsgsPerS float64 `json:"achieved_msgs_per_s"` // while purging
+	AchievedVsOffer  float64 `json:"achieved_vs_offered"`
+	PurgeSeconds     float64 `json:"purge_seconds"`
+	PurgeRowsPerS    float64 `json:"purge_rows_per_s"`
 }
 
 // purgeRetention is the bench's retention; the prefilled rows are 40 days
@@ -143,7 +156,37 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 	// The rate is of the rows there were (a dropped partition's count is
 	// the planner's estimate).
 	pt.PurgeRowsPerS = float64(be.o.purgeRows) / pt.PurgeSeconds
+	if pt.Steady, err = be.purgeSteady(ctx, d, p, mode, partitioned, pt.BaselineMsgsPerS/2); err != nil {
+		return nil, err
+	}
 	return pt, nil
+}
+
+// purgeSteady prefills the expired rows again and purges them while
+// processing is offered rate messages/s.
+func (be *benchEnv) purgeSteady(ctx context.Context, d *pgstore.Driver, p *txinbox.Processor[pgx.Tx], mode string, partitioned bool, rate float64) (*steadyPurge, error) {
+	be.progress("purge (%s): prefilling %d expired rows again...", mode, be.o.purgeRows)
+	if err := be.prefillExpired(ctx, d, partitioned); err != nil {
+		return nil, err
+	}
+	pg, err := purger.New(d, purger.Config{Retention: purgeRetention})
+	if err != nil {
+		return nil, err
+	}
+	st := &steadyPurge{OfferedMsgsPerS: rate}
+	be.progress("purge (%s): %.0f msgs/s offered while purging...", mode, rate)
+	st.AchievedMsgsPerS, err = be.processAt(ctx, p, rate, func(ctx context.Context) error {
+		t0 := time.Now()
+		_, err := pg.Round(ctx)
+		st.PurgeSeconds = time.Since(t0).Seconds()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.AchievedVsOffer = st.AchievedMsgsPerS / rate
+	st.PurgeRowsPerS = float64(be.o.purgeRows) / st.PurgeSeconds
+	return st, nil
 }
 
 // prefillExpired adds the expired rows, received 40 days ago a millisecond
@@ -153,8 +196,19 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 // for 35 days of waiting).
 func (be *benchEnv) prefillExpired(ctx context.Context, d *pgstore.Driver, partitioned bool) error {
 	cols, vals := "", ""
+	var period int64
 	if partitioned {
-		cols, vals = ", period", ", 1"
+		// The current period: filled, then ended 35 days ago.
+		ps, err := d.Periods(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.EndedAt.IsZero() {
+				period = p.Period
+			}
+		}
+		cols, vals = ", period", fmt.Sprintf(", %d", period)
 	}
 	q := d.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, payload_hash, received_at, processed_at` + cols + `)
 SELECT 'prefill', 'InvoiceIssued/' || g, 'bench', $3, t, t` + vals + `
@@ -171,7 +225,7 @@ FROM generate_series($1::bigint, $2::bigint) g, LATERAL (SELECT now() - interval
 		if _, _, err := d.RotatePeriod(ctx, true); err != nil {
 			return err
 		}
-		if _, err := be.pool.Exec(ctx, `UPDATE `+d.Tables().Prefix+`inbox_periods SET ended_at = now() - interval '35 days' WHERE period = 1`); err != nil {
+		if _, err := be.pool.Exec(ctx, `UPDATE `+d.Tables().Prefix+`inbox_periods SET ended_at = now() - interval '35 days' WHERE period = $1`, period); err != nil {
 			return err
 		}
 	}
@@ -183,6 +237,13 @@ FROM generate_series($1::bigint, $2::bigint) g, LATERAL (SELECT now() - interval
 // processWhile runs the processing load on be.o.conns workers, each feeding
 // batches of new ids, until during returns; it returns messages/s.
 func (be *benchEnv) processWhile(ctx context.Context, p *txinbox.Processor[pgx.Tx], during func(context.Context) error) (float64, error) {
+	return be.processAt(ctx, p, 0, during)
+}
+
+// processAt is processWhile offering at most rate messages/s (0: as many
+// as the workers manage): batch j is not sent before j*batch/rate seconds
+// from the start; a worker behind that schedule sends at once.
+func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx], rate float64, during func(context.Context) error) (float64, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ids := newIDSource(0, 0)
@@ -190,9 +251,17 @@ func (be *benchEnv) processWhile(ctx context.Context, p *txinbox.Processor[pgx.T
 	var wg sync.WaitGroup
 	errs := make(chan error, be.o.conns)
 	start := time.Now()
+	var issued atomic.Int64
 	for range be.o.conns {
 		wg.Go(func() {
 			for wctx.Err() == nil {
+				if rate > 0 {
+					j := issued.Add(1) - 1
+					due := start.Add(time.Duration(float64(j) * float64(be.o.batch) / rate * float64(time.Second)))
+					if sleepCtx(wctx, time.Until(due)) != nil {
+						return
+					}
+				}
 				msgs := make([]*txinbox.Message, be.o.batch)
 				for i := range msgs {
 					id, _ := ids.id(nil)
@@ -242,4 +311,13 @@ func printPurgeBench(w io.Writer, points []purgePoint) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "targets: purging/alone >= 80%, purged rows/s >= 100,000")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\nsteady load\tmsgs/s offered\tmsgs/s achieved purging\tachieved/offered\tpurge s\tpurged rows/s\t")
+	for _, p := range points {
+		if s := p.Steady; s != nil {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%.1f\t%.0f\t\n", p.Mode, s.OfferedMsgsPerS, s.AchievedMsgsPerS,
+				100*s.AchievedVsOffer, s.PurgeSeconds, s.PurgeRowsPerS)
+		}
+	}
+	tw.Flush()
 }
