@@ -270,6 +270,13 @@ func (d *invoicerDemo) migrate(ctx context.Context) error {
 	if err := createPartnerTables(ctx, d.partner, d.pt); err != nil {
 		return err
 	}
+	// Each run starts with the partner's demo tables empty, so that what
+	// they hold afterwards is this run's deliveries, for anyone to count.
+	for _, t := range []string{d.pt.received, d.pt.duplicates} {
+		if err := d.partner.exec(ctx, `DELETE FROM `+t); err != nil {
+			return fmt.Errorf("emptying %s: %w", t, err)
+		}
+	}
 	for _, b := range []struct {
 		table string
 		into  *int64
