@@ -63,6 +63,9 @@ type serveOptions struct {
 	Effect string
 	// EffectSQL are the statements of --effect sql.
 	EffectSQL statements
+	// AS4Retention keeps the AS4 scope's rows this long; empty: --retention.
+	AS4Retention string
+	as4Retention retention
 	// Relay runs an outbox relay beside the sources: --relay-target and
 	// the other relay-* flags, named as txinbox relay's.
 	Relay relayFlags
@@ -136,7 +139,11 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	if err := o.ops.validate(); err != nil {
 		return o, err
 	}
-	if err := o.sources.validate(o.ops.retryWindow); err != nil {
+	var err error
+	if o.as4Retention, err = retentionOr("as4-retention", o.AS4Retention, o.ops.defaultRetention()); err != nil {
+		return o, err
+	}
+	if err := o.sources.validate(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
 		return o, err
 	}
 	if err := validateEffect(o.Effect, o.EffectSQL); err != nil {
@@ -235,7 +242,9 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 			WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
-		horizons = append(horizons, horizon{source: "the AS4 partners", d: o.ops.retryWindow, figure: "--retry-window " + o.ops.RetryWindow})
+		horizons = append(horizons, horizon{source: "the AS4 partners", d: o.ops.retryWindow, figure: "--retry-window " + o.ops.RetryWindow,
+			retention: o.as4Retention})
+		o.ops.scopes = append(o.ops.scopes, scopeRetention{o.Scope, o.as4Retention})
 	}
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
 	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
@@ -259,7 +268,11 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 		if err != nil {
 			return fail(ExitFailure, fmt.Errorf("checking the retention against the %s source: %w", s.name, err))
 		}
+		for i := range hs {
+			hs[i].retention = o.sources.retentions[s.name]
+		}
 		horizons = append(horizons, hs...)
+		o.ops.scopes = append(o.ops.scopes, scopeRetention{s.scope, o.sources.retentions[s.name]})
 	}
 	if err := o.ops.checkRetention(logger, horizons); err != nil {
 		return fail(ExitUsage, err)

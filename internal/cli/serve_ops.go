@@ -51,7 +51,10 @@ type serveOps struct {
 	// hooks are every processor's hooks: the metrics, and the tracer
 	// when --otel-traces is on (set by serveWith).
 	hooks []txinbox.Hook
-	ready *atomic.Bool // set in setup: the options struct is copied by value before
+	// scopes are the scopes serve runs with their retentions (set by
+	// serveWith before start).
+	scopes []scopeRetention
+	ready  *atomic.Bool // set in setup: the options struct is copied by value before
 }
 
 func (o *serveOps) register(fs *flag.FlagSet) {
@@ -87,10 +90,12 @@ func (o *serveOps) validate() error {
 // horizon is how long a source can deliver a message again: a broker's
 // retention read from it, or a sender's retry window from configuration.
 type horizon struct {
-	source  string        // e.g. `Kafka topic "invoices"`
-	figure  string        // e.g. "retention.ms=604800000 (7d)", "--retry-window 7d"
-	d       time.Duration // the horizon, unless forever
-	forever bool          // the broker keeps messages for ever
+	// retention is the retention of the source's scope (zero: --retention).
+	retention retention
+	source    string        // e.g. `Kafka topic "invoices"`
+	figure    string        // e.g. "retention.ms=604800000 (7d)", "--retry-window 7d"
+	d         time.Duration // the horizon, unless forever
+	forever   bool          // the broker keeps messages for ever
 }
 
 // checkRetention refuses a --retention shorter than any source's horizon,
@@ -100,28 +105,58 @@ type horizon struct {
 func (o *serveOps) checkRetention(logger *slog.Logger, hs []horizon) error {
 	var errs []error
 	for _, h := range hs {
+		r := h.retention
+		if r.d == 0 {
+			r = o.defaultRetention()
+		}
 		var msg string
 		switch {
 		case h.forever:
-			msg = fmt.Sprintf("%s keeps messages for ever (%s): no --retention covers it (it is %s); a message delivered "+
-				"again after %s would be processed again", h.source, h.figure, o.Retention, o.Retention)
-		case o.retention < h.d:
-			msg = fmt.Sprintf("--retention %s is shorter than %s of %s: a message delivered again after %s would be processed again",
-				o.Retention, h.figure, h.source, o.Retention)
+			msg = fmt.Sprintf("%s keeps messages for ever (%s): no retention covers it (%s); a message delivered "+
+				"again after that would be processed again", h.source, h.figure, r.figure)
+		case r.d < h.d:
+			msg = fmt.Sprintf("%s is shorter than %s of %s: a message delivered again after %s would be processed again",
+				r.figure, h.figure, h.source, formatDays(r.d))
 		default:
 			continue
 		}
 		if o.AcceptShortRetention {
 			logger.Warn("txinbox: retention shorter than a source can deliver again, accepted by --accept-short-retention",
-				"retention", o.Retention, "source", h.source, "horizon", h.figure)
+				"retention", r.figure, "source", h.source, "horizon", h.figure)
 			continue
 		}
 		errs = append(errs, errors.New(msg))
 	}
 	if len(errs) > 0 {
-		errs = append(errs, errors.New("raise --retention, or pass --accept-short-retention to accept it"))
+		errs = append(errs, errors.New("raise the retention, or pass --accept-short-retention to accept it"))
 	}
 	return errors.Join(errs...)
+}
+
+// defaultRetention is --retention.
+func (o *serveOps) defaultRetention() retention {
+	return retention{d: o.retention, figure: "--retention " + o.Retention}
+}
+
+// scopeRetention is a scope serve runs and its retention.
+type scopeRetention struct {
+	scope     string
+	retention retention
+}
+
+// purgeScopes are the purger's per-scope retentions: none when every
+// scope keeps the default, else every scope serve runs.
+func (o *serveOps) purgeScopes() []purger.ScopeRetention {
+	var out []purger.ScopeRetention
+	differ := false
+	for _, s := range o.scopes {
+		differ = differ || s.retention.d != o.retention
+		out = append(out, purger.ScopeRetention{Scope: s.scope, Retention: s.retention.d})
+	}
+	if !differ {
+		return nil
+	}
+	return out
 }
 
 // formatDays writes d in days when it is whole days, else as a duration.
@@ -168,7 +203,7 @@ func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db 
 		})
 	}
 	if !o.NoPurge {
-		pg, err := purger.New(purgeAlso{db.admin.(store.Purger), o.alsoPurge}, purger.Config{Retention: o.retention, Interval: o.PurgeInterval,
+		pg, err := purger.New(purgeAlso{db.admin.(store.Purger), o.alsoPurge}, purger.Config{Retention: o.retention, Scopes: o.purgeScopes(), Interval: o.PurgeInterval,
 			Logger: logger, OnBatch: o.metrics.OnPurgeBatch})
 		if err != nil {
 			return nil, err
@@ -176,7 +211,8 @@ func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db 
 		pctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); pg.Run(pctx) }() //nolint:errcheck // ends with ctx
-		logger.Info("txinbox: purger started", "retention", o.retention.String(), "interval", o.PurgeInterval.String())
+		logger.Info("txinbox: purger started", "retention", o.retention.String(), "interval", o.PurgeInterval.String(),
+			"scopes", fmt.Sprint(o.purgeScopes()))
 		stops = append(stops, func() { cancel(); <-done })
 	}
 	return func() {

@@ -70,6 +70,11 @@ func TestServeBinaryRefusesShortRetention(t *testing.T) {
 			[]string{`--retention 30d is shorter than retention.ms=5184000000 (60d) of Kafka topic "invoices"`, "--accept-short-retention"}},
 		{kafka("ledger", "header:message-id", "--retention", "365d"),
 			[]string{`Kafka topic "ledger" keeps messages for ever (retention.ms=-1)`, "--accept-short-retention"}},
+		// The source's own retention is what is checked: long enough
+		// overall, too short for this source.
+		{kafka("invoices", "header:message-id", "--retention", "90d", "--kafka-retention", "45d"),
+			[]string{`--kafka-retention 45d is shorter than retention.ms=5184000000 (60d) of Kafka topic "invoices"`}},
+		{kafka("invoices", "header:message-id", "--kafka-retention", "soon"), []string{`--kafka-retention: "soon" is not a positive duration`}},
 	} {
 		_, errs, code := runBinEnv(t, nil, tc.args...)
 		for _, w := range tc.want {

@@ -41,7 +41,19 @@ type sourceFlags struct {
 	NATSURL, NATSStream, NATSConsumer, NATSKey, NATSScope, NATSRetryWindow string
 	NATSAckWait                                                            time.Duration
 
+	// The sources' own retentions (--kafka-retention, ...); empty: --retention.
+	KafkaRetention, AMQPRetention, SQSRetention, NATSRetention string
+
 	amqpWindow, natsWindow time.Duration // parsed by validate
+	// retentions are the parsed retentions by source name.
+	retentions map[string]retention
+}
+
+// retention is how long a scope's inbox rows are kept, and the flag that
+// says so (for messages).
+type retention struct {
+	d      time.Duration
+	figure string // e.g. "--kafka-retention 60d", "--retention 30d"
 }
 
 func (f *sourceFlags) register(fs *flag.FlagSet) {
@@ -69,6 +81,12 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
 	s(&f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
 	fs.DurationVar(&f.NATSAckWait, "nats-ack-wait", 30*time.Second, "JetStream AckWait: an unacked message comes back after it")
+	for _, r := range []struct {
+		v    *string
+		name string
+	}{{&f.KafkaRetention, "kafka"}, {&f.AMQPRetention, "amqp"}, {&f.SQSRetention, "sqs"}, {&f.NATSRetention, "nats"}} {
+		s(r.v, r.name+"-retention", "", "keep the "+r.name+" scope's inbox rows this long (default: --retention)")
+	}
 }
 
 // configured reports whether any broker source is configured.
@@ -77,7 +95,7 @@ func (f *sourceFlags) configured() bool {
 }
 
 // validate checks each configured source's flags; errors name the flag.
-func (f *sourceFlags) validate(retryWindow time.Duration) error {
+func (f *sourceFlags) validate(retryWindow time.Duration, def retention) error {
 	need := func(on bool, flags ...[2]string) error {
 		if !on {
 			return nil
@@ -108,6 +126,14 @@ func (f *sourceFlags) validate(retryWindow time.Duration) error {
 	}
 	if f.KafkaSessionTimeout <= 0 || f.NATSAckWait < time.Second {
 		return errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
+	}
+	f.retentions = map[string]retention{}
+	for _, r := range []struct{ name, v string }{{"kafka", f.KafkaRetention}, {"amqp", f.AMQPRetention}, {"sqs", f.SQSRetention}, {"nats", f.NATSRetention}} {
+		ret, err := retentionOr(r.name+"-retention", r.v, def)
+		if err != nil {
+			return err
+		}
+		f.retentions[r.name] = ret
 	}
 	var err error
 	if f.amqpWindow, err = windowOr("amqp-retry-window", f.AMQPRetryWindow, retryWindow); err != nil {
@@ -144,6 +170,18 @@ func windowOr(flagName, v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("--%s: %w", flagName, err)
 	}
 	return d, nil
+}
+
+// retentionOr parses a source's --NAME retention, or returns def when empty.
+func retentionOr(flagName, v string, def retention) (retention, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := parseRetention(v)
+	if err != nil {
+		return retention{}, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return retention{d: d, figure: "--" + flagName + " " + v}, nil
 }
 
 func splitList(s string) []string {

@@ -6,6 +6,7 @@ package purger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,14 @@ type Config struct {
 	Retention time.Duration
 	// Scope limits the purge to one scope. Defaults to every scope.
 	Scope string
+	// Scopes give scopes a retention of their own. A round purges each of
+	// them with its retention first, then every scope (and what the store
+	// purges besides the inbox, and a partitioned inbox's partitions) with
+	// the longest of Retention and theirs, so that no scope loses a row
+	// before its own retention. List every scope the service runs when
+	// their retentions differ: a scope not listed keeps its rows for that
+	// longest retention. Not with Scope.
+	Scopes []ScopeRetention
 	// Interval is the pause between purge rounds. Defaults to 1 minute.
 	Interval time.Duration
 	// BatchSize is the first batch size. Defaults to 5,000.
@@ -70,10 +79,23 @@ func (c Config) validate() error {
 	switch {
 	case c.Retention <= 0:
 		return errors.New("purger: Config.Retention must be positive")
+	case c.Scope != "" && len(c.Scopes) > 0:
+		return errors.New("purger: Config.Scope and Config.Scopes exclude each other")
 	case c.MinBatch < 1 || c.MaxBatch < c.MinBatch || c.BatchSize < c.MinBatch || c.BatchSize > c.MaxBatch:
 		return errors.New("purger: Config.BatchSize must lie within Config.MinBatch..MaxBatch, MinBatch at least 1")
 	}
+	for i, sr := range c.Scopes {
+		if sr.Scope == "" || sr.Retention <= 0 {
+			return fmt.Errorf("purger: Config.Scopes[%d] needs a scope and a positive retention", i)
+		}
+	}
 	return nil
+}
+
+// ScopeRetention is one scope's own retention.
+type ScopeRetention struct {
+	Scope     string
+	Retention time.Duration
 }
 
 // Purger purges one store.
@@ -114,12 +136,24 @@ func (pg *Purger) Round(ctx context.Context) (total store.PurgeResult, err error
 		return total, err
 	}
 	defer release()
-	before := pg.cfg.Now().Add(-pg.cfg.Retention)
+	now, longest := pg.cfg.Now(), pg.cfg.Retention
+	for _, sr := range pg.cfg.Scopes {
+		longest = max(longest, sr.Retention)
+		if err := pg.pass(ctx, sr.Scope, now.Add(-sr.Retention), &total); err != nil {
+			return total, err
+		}
+	}
+	return total, pg.pass(ctx, pg.cfg.Scope, now.Add(-longest), &total)
+}
+
+// pass deletes the rows of scope ("" for all) received before before,
+// batch by batch until none is left, adding them to total.
+func (pg *Purger) pass(ctx context.Context, scope string, before time.Time, total *store.PurgeResult) error {
 	for {
 		start, limit := time.Now(), int64(pg.batch)
-		res, err := pg.p.PurgeBatch(ctx, store.PurgeRequest{Scope: pg.cfg.Scope, Before: before, Limit: pg.batch})
+		res, err := pg.p.PurgeBatch(ctx, store.PurgeRequest{Scope: scope, Before: before, Limit: pg.batch})
 		if err != nil {
-			return total, err
+			return err
 		}
 		took := time.Since(start)
 		total.Inbox, total.Attempts, total.Drift = total.Inbox+res.Inbox, total.Attempts+res.Attempts, total.Drift+res.Drift
@@ -129,11 +163,11 @@ func (pg *Purger) Round(ctx context.Context) (total store.PurgeResult, err error
 		}
 		pg.adapt(took)
 		if res.Inbox < limit && res.Attempts < limit && res.Drift < limit && res.Other < limit {
-			return total, nil
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return total, ctx.Err()
+			return ctx.Err()
 		case <-time.After(pg.cfg.Pause):
 		}
 	}

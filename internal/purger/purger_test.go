@@ -276,3 +276,54 @@ func namedPool(t *testing.T, schema, app string, conns int32, params map[string]
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// TestScopesKeepTheirOwnRetention: with per-scope retentions, each scope
+// loses only the rows past its own retention, and a scope not listed keeps
+// its rows for the longest retention.
+func TestScopesKeepTheirOwnRetention(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Require(t)
+	pool := testdb.PoolIn(t, testdb.NewSchema(t, admin), 4)
+	d, err := pgstore.New(pool, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Rows 10, 40 and 70 days old in each of three scopes.
+	if _, err := pool.Exec(ctx, d.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, payload_hash, received_at)
+		SELECT s, 'm' || age, '\x00'::bytea, now() - age * interval '1 day'
+		FROM unnest(ARRAY['short', 'long', 'unlisted']) s, unnest(ARRAY[10, 40, 70]) age`)); err != nil {
+		t.Fatal(err)
+	}
+	day := 24 * time.Hour
+	pg, err := purger.New(d, purger.Config{Retention: 30 * day,
+		Scopes: []purger.ScopeRetention{{Scope: "short", Retention: 7 * day}, {Scope: "long", Retention: 60 * day}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, err := pg.Round(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]int{}
+	rows, _ := pool.Query(ctx, d.Tables().Expand(`SELECT scope, count(*) FROM {inbox} GROUP BY scope`))
+	var scope string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&scope, &n}, func() error { left[scope] = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// short (7d): none left; long (60d): 10 and 40 left; unlisted: the
+	// longest retention (60d) applies, so 10 and 40 left.
+	if left["short"] != 0 || left["long"] != 2 || left["unlisted"] != 2 || total.Inbox != 5 {
+		t.Errorf("left %v after purging %d, want short 0, long 2, unlisted 2 (5 purged)", left, total.Inbox)
+	}
+	if _, err := purger.New(d, purger.Config{Retention: day, Scope: "a", Scopes: []purger.ScopeRetention{{Scope: "b", Retention: day}}}); err == nil {
+		t.Error("Scope with Scopes: no error")
+	}
+	if _, err := purger.New(d, purger.Config{Retention: day, Scopes: []purger.ScopeRetention{{Scope: "b"}}}); err == nil {
+		t.Error("a scope without retention: no error")
+	}
+}
