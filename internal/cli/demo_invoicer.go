@@ -123,16 +123,21 @@ func runInvoicerDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOpti
 }
 
 func (o *demoOptions) validateInvoicer(fs *flag.FlagSet) error {
-	inv := o.invoicer
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["messages"] && !set["invoices"] {
+		o.invoicer.invoices = o.messages // the plain demo's name for the same count
+	}
+	inv := o.invoicer
 	switch {
 	case inv.scenario != "invoicer":
 		return fmt.Errorf("--scenario %q: the only scenario is invoicer", inv.scenario)
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case set["source"] || set["sabotage"] || set["messages"]:
-		return errors.New("--scenario invoicer runs Kafka and takes --invoices: --source, --messages and --sabotage do not apply")
+	case set["messages"] && set["invoices"] && o.messages != inv.invoices:
+		return fmt.Errorf("--messages %d and --invoices %d: give one (they are the same count)", o.messages, inv.invoices)
+	case (set["source"] && o.source != "kafka") || set["sabotage"]:
+		return errors.New("--scenario invoicer runs on Kafka: --source (other than kafka) and --sabotage do not apply")
 	case inv.invoices < 1:
 		return fmt.Errorf("--invoices must be at least 1, got %d", inv.invoices)
 	case o.duplicates < 0 || o.duplicates > 1:

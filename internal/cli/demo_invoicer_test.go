@@ -80,8 +80,10 @@ func TestDemoInvoicerPostgres(t *testing.T) {
 
 func TestDemoInvoicerText(t *testing.T) {
 	t.Parallel()
-	out, errs, code := runBin(t, "demo", "--scenario", "invoicer", "--invoices", "30", "--crashes", "3")
-	if code != 0 || !strings.Contains(out, "OK: every invoice reached the partner as exactly one INVOIC") {
+	// --messages, the plain demo's name for the count, works too.
+	out, errs, code := runBin(t, "demo", "--scenario", "invoicer", "--messages", "30", "--crashes", "3")
+	if code != 0 || !strings.Contains(out, "OK: every invoice reached the partner as exactly one INVOIC") ||
+		!strings.Contains(out, "invoices                     30") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
@@ -92,6 +94,7 @@ func TestDemoInvoicerFlags(t *testing.T) {
 		{"--scenario", "nope"},
 		{"--scenario", "invoicer", "--invoices", "0"},
 		{"--scenario", "invoicer", "--source", "nats"},
+		{"--scenario", "invoicer", "--messages", "5", "--invoices", "6"},
 	} {
 		_, errs, code := runBin(t, append([]string{"demo"}, args...)...)
 		if code != 2 || !strings.Contains(errs, "txinbox demo: --") {
