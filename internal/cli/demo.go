@@ -81,7 +81,8 @@ Flags:`)
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
 	fs.StringVar(&o.amqpURL, "amqp-url", cmp.Or(env.Getenv("TXINBOX_AMQP_URL"), defaultAMQPURL), "RabbitMQ broker of --source rabbitmq (env TXINBOX_AMQP_URL)")
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
-		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit)")
+		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit); "+
+		"with --scenario invoicer: fresh-message-id, lost-receipts (the control) or partner-without-inbox")
 	o.invoicer.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage

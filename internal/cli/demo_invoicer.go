@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +53,9 @@ func (o *invoicerOptions) register(fs *flag.FlagSet) {
 
 // invoicerSummary is the scenario's result; --json prints it.
 type invoicerSummary struct {
-	Scenario  string `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Sabotage is the --sabotage mode, if any.
+	Sabotage  string `json:"sabotage,omitempty"`
 	DB        string `json:"db"`
 	Where     string `json:"where"`
 	Run       string `json:"run"`
@@ -77,6 +80,10 @@ type invoicerSummary struct {
 	NeverDelivered   int `json:"never_delivered"`
 	WrongUNBRef      int `json:"wrong_unb_ref"`
 	UNBRefsReusedPar int `json:"unb_refs_reused_partner"`
+	// MessageIDsNotDerived counts received_invoic rows of the run whose
+	// ebMS MessageId is not the one derived from the outbox row's stable
+	// id (deliveries are attributed to invoices by the ConversationId).
+	MessageIDsNotDerived int `json:"message_ids_not_derived"`
 	// DuplicatesDroppedAtPartner counts AS4 resends the partner's inbox
 	// recognised (rows of partner_as4_duplicates, see docs/invoicer.md).
 	DuplicatesDroppedAtPartner int            `json:"duplicates_dropped_at_partner"`
@@ -136,8 +143,11 @@ func (o *demoOptions) validateInvoicer(fs *flag.FlagSet) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case set["messages"] && set["invoices"] && o.messages != inv.invoices:
 		return fmt.Errorf("--messages %d and --invoices %d: give one (they are the same count)", o.messages, inv.invoices)
-	case (set["source"] && o.source != "kafka") || set["sabotage"]:
-		return errors.New("--scenario invoicer runs on Kafka: --source (other than kafka) and --sabotage do not apply")
+	case set["source"] && o.source != "kafka":
+		return errors.New("--scenario invoicer runs on Kafka: --source (other than kafka) does not apply")
+	case o.sabotage != "" && !slices.Contains(invoicerSabotages, o.sabotage):
+		return fmt.Errorf("--sabotage %q with --scenario invoicer: use one of %s (%s and %s are the plain demo's)",
+			o.sabotage, strings.Join(invoicerSabotages, ", "), sabotageDeliveryKey, sabotageAckFirst)
 	case inv.invoices < 1:
 		return fmt.Errorf("--invoices must be at least 1, got %d", inv.invoices)
 	case o.duplicates < 0 || o.duplicates > 1:
@@ -152,6 +162,10 @@ func (o *demoOptions) validateInvoicer(fs *flag.FlagSet) error {
 	return nil
 }
 
+// invoicerSabotages are the --sabotage modes of the invoicer scenario (see
+// sabotagedTarget and partnerDuplicates, and docs/invoicer.md).
+var invoicerSabotages = []string{sabotageFreshMessageID, sabotageLostReceipts, sabotagePartnerWithoutInbox}
+
 // invoicerDemo is the parent's state.
 type invoicerDemo struct {
 	o        demoOptions
@@ -164,7 +178,8 @@ type invoicerDemo struct {
 	partnerF dbFlags
 	pt       partnerTables
 	events   []invoicerEvent
-	byMsgID  map[string]int // AS4 MessageId -> event
+	byMsgID  map[string]int // derived AS4 MessageId -> event
+	byID     map[string]int // event id (the eb:ConversationId) -> event
 	seeds    string
 	topic    string
 	addr     string // the partner endpoint
@@ -173,7 +188,7 @@ type invoicerDemo struct {
 	receivedBase, dupBase int64
 	// progress, polled from the tables.
 	built, sent int
-	received    map[string]int   // AS4 MessageId -> received_invoic rows
+	received    map[string]int   // event id -> received_invoic rows
 	schedule    map[string][]int // role -> progress thresholds of its crashes left
 	sum         *invoicerSummary
 }
@@ -199,7 +214,7 @@ func (d *invoicerDemo) execute(ctx context.Context) (*invoicerSummary, error) {
 	if d.addr, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	d.sum = &invoicerSummary{Scenario: "invoicer", DB: d.sender.kind, Where: d.sender.where + ", kfake, AS4 partner at " + d.addr,
+	d.sum = &invoicerSummary{Scenario: "invoicer", Sabotage: d.o.sabotage, DB: d.sender.kind, Where: d.sender.where + ", kfake, AS4 partner at " + d.addr,
 		Run: d.run, Invoices: len(d.events), Published: len(stream), Resent: len(stream) - len(d.events),
 		CrashPoints: map[string]int{}}
 	d.planCrashes()
@@ -299,6 +314,7 @@ func (d *invoicerDemo) plan() []int {
 	names := []string{"ACME", "GLOBEX", "INITECH"}
 	base := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	d.byMsgID = map[string]int{}
+	d.byID = map[string]int{}
 	d.received = map[string]int{}
 	var stream []int
 	for i := range d.o.invoicer.invoices {
@@ -309,6 +325,7 @@ func (d *invoicerDemo) plan() []int {
 		}
 		ev := newInvoicerEvent(d.run, i+1, names[d.rng.IntN(len(names))], lines, base.Add(time.Duration(i)*time.Minute))
 		d.byMsgID[ev.messageID] = i
+		d.byID[ev.id] = i
 		d.events = append(d.events, ev)
 		stream = append(stream, i)
 	}
@@ -458,12 +475,14 @@ func (d *invoicerDemo) poll(ctx context.Context) error {
 	// All the run's rows each time, not "id > the last seen": identity
 	// values are taken in one order and committed in another, so a row
 	// below the last id seen can still appear.
+	// By the ConversationId (the event id), not the MessageId: under the
+	// fresh-message-id sabotage the MessageIds are not the derived ones.
 	received := map[string]int{}
-	var msgID string
-	if err := d.partner.query(ctx, `SELECT message_id FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
-		[]any{&msgID}, func() error {
-			if _, ok := d.byMsgID[msgID]; ok {
-				received[msgID]++
+	var conv string
+	if err := d.partner.query(ctx, `SELECT conversation_id FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
+		[]any{&conv}, func() error {
+			if _, ok := d.byID[conv]; ok {
+				received[conv]++
 			}
 			return nil
 		}); err != nil {
@@ -495,8 +514,18 @@ func (d *invoicerDemo) childArgs(role string) []string {
 		args = []string{"demo-invoicer-consumer", "--seeds", d.seeds, "--topic", d.topic}
 	case "relay":
 		args = []string{"demo-invoicer-relay", "--partner-url", "http://" + d.addr + "/as4"}
+		switch d.o.sabotage {
+		case sabotageFreshMessageID:
+			args = append(args, "--sabotage", sabotageFreshMessageID)
+		case sabotageLostReceipts, sabotagePartnerWithoutInbox:
+			// The resends the partner's missing inbox lets through.
+			args = append(args, "--sabotage", sabotageLostReceipts)
+		}
 	case "partner":
 		args, f = []string{"demo-invoicer-partner", "--listen", d.addr}, d.partnerF
+		if d.o.sabotage == sabotagePartnerWithoutInbox {
+			args = append(args, "--sabotage", sabotagePartnerWithoutInbox)
+		}
 	}
 	args = append(args, "--db", f.url, "--table-prefix", f.prefix)
 	if f.schema != "" {
@@ -575,12 +604,15 @@ func (d *invoicerDemo) stopAll() {
 func printInvoicerSummary(env *Env, s *invoicerSummary) {
 	w := env.Stdout
 	fmt.Fprintf(w, "txinbox demo --scenario invoicer on %s (%s), run %s\n", s.DB, s.Where, s.Run)
+	if s.Sabotage != "" {
+		fmt.Fprintf(w, "  sabotage                 %s (on purpose; see docs/invoicer.md)\n", s.Sabotage)
+	}
 	fmt.Fprintf(w, "  invoices                 %6d  unique InvoiceIssued events (%d published, %d re-sent by the producer)\n", s.Invoices, s.Published, s.Resent)
 	fmt.Fprintf(w, "  INVOIC built             %6d  partner_invoices rows (%d invoices twice, %d never; %d UNB control references reused)\n",
 		s.InvoicBuilt, s.DoubleInvoices, s.LostInvoices, s.UNBRefsReusedSender)
 	fmt.Fprintf(w, "  outbox rows              %6d  %d sent with the partner's receipt stored\n", s.OutboxRows, s.OutboxSentReceipt)
-	fmt.Fprintf(w, "  invoic_delivered         %6d  received_invoic rows at the partner (%d invoices twice, %d never, %d wrong UNB reference, %d UNB references reused)\n",
-		s.InvoicDelivered, s.DeliveredTwice, s.NeverDelivered, s.WrongUNBRef, s.UNBRefsReusedPar)
+	fmt.Fprintf(w, "  invoic_delivered         %6d  received_invoic rows at the partner (%d invoices twice, %d never, %d wrong UNB reference, %d UNB references reused, %d MessageIds not derived)\n",
+		s.InvoicDelivered, s.DeliveredTwice, s.NeverDelivered, s.WrongUNBRef, s.UNBRefsReusedPar, s.MessageIDsNotDerived)
 	fmt.Fprintf(w, "  duplicates at partner    %6d  AS4 resends the partner's inbox recognised and answered with the stored receipt\n", s.DuplicatesDroppedAtPartner)
 	fmt.Fprintf(w, "  crashes                  %6d  SIGKILL %s\n", s.Crashes, formatCrashPoints(s.CrashPoints))
 	fmt.Fprintf(w, "  elapsed                  %6.1fs\n", float64(s.ElapsedMS)/1000)
@@ -628,26 +660,35 @@ func (d *invoicerDemo) verify(ctx context.Context) error {
 	s.OK = s.InvoicBuilt == n && s.DoubleInvoices == 0 && s.LostInvoices == 0 && s.UNBRefsReusedSender == 0 &&
 		s.OutboxRows == n && s.OutboxSentReceipt == n &&
 		s.InvoicDelivered == n && s.DeliveredTwice == 0 && s.NeverDelivered == 0 && s.WrongUNBRef == 0 && s.UNBRefsReusedPar == 0 &&
+		s.MessageIDsNotDerived == 0 &&
 		s.Crashes == d.o.crashes
 	return nil
 }
 
 // verifyPartner checks received_invoic: one row per invoice, carrying the
-// control reference the sender drew for it, no reference twice; and counts
-// the recognised resends.
+// control reference the sender drew for it and the MessageId derived from
+// its outbox row, no reference twice; and counts the recognised resends.
+// A row belongs to the invoice named by its ConversationId (the event id),
+// so that a delivery under another MessageId is counted against its
+// invoice, not overlooked.
 func (d *invoicerDemo) verifyPartner(ctx context.Context, refOf map[string]string) error {
 	s := d.sum
-	perMsg := map[string]int{}
+	perEvent := map[string]int{}
 	refs := map[string]int{}
-	var msgID, ref string
-	if err := d.partner.query(ctx, `SELECT message_id, unb_ref FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
-		[]any{&msgID, &ref}, func() error {
-			i, ok := d.byMsgID[msgID]
+	var msgID, conv, ref string
+	if err := d.partner.query(ctx, `SELECT message_id, conversation_id, unb_ref FROM `+d.pt.received+` WHERE id > $1`, []any{d.receivedBase},
+		[]any{&msgID, &conv, &ref}, func() error {
+			i, ok := d.byID[conv]
 			if !ok {
-				return nil // another run's
+				if i, ok = d.byMsgID[msgID]; !ok {
+					return nil // another run's
+				}
 			}
 			s.InvoicDelivered++
-			perMsg[msgID]++
+			perEvent[d.events[i].id]++
+			if msgID != d.events[i].messageID {
+				s.MessageIDsNotDerived++
+			}
 			if refs[ref]++; refs[ref] == 2 {
 				s.UNBRefsReusedPar++
 			}
@@ -659,7 +700,7 @@ func (d *invoicerDemo) verifyPartner(ctx context.Context, refOf map[string]strin
 		return fmt.Errorf("reading the partner's received_invoic: %w", err)
 	}
 	for _, ev := range d.events {
-		switch n := perMsg[ev.messageID]; {
+		switch n := perEvent[ev.id]; {
 		case n == 0:
 			s.NeverDelivered++
 		case n > 1:

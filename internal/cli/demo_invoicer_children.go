@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -145,13 +147,22 @@ func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbo
 }
 
 func runInvoicerRelay(ctx context.Context, env *Env, args []string) int {
-	var partnerURL string
+	var partnerURL, sabotage string
 	return childMain(ctx, env, "demo-invoicer-relay", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&partnerURL, "partner-url", "", "the partner's AS4 endpoint")
+		fs.StringVar(&sabotage, "sabotage", "", "break the relay on purpose: "+sabotageFreshMessageID+" or "+sabotageLostReceipts)
 	}, func(ctx context.Context, db *inboxDB, _ dbFlags) error {
-		target, err := invoicerTarget(partnerURL)
+		as4t, err := invoicerTarget(partnerURL)
 		if err != nil {
 			return err
+		}
+		var target outbox.Target = as4t
+		switch sabotage {
+		case "":
+		case sabotageFreshMessageID, sabotageLostReceipts:
+			target = &sabotagedTarget{next: as4t, freshIDs: sabotage == sabotageFreshMessageID}
+		default:
+			return fmt.Errorf("--sabotage %q: the relay knows %s and %s", sabotage, sabotageFreshMessageID, sabotageLostReceipts)
 		}
 		var st outbox.Store
 		if db.pg != nil {
@@ -173,6 +184,66 @@ func runInvoicerRelay(ctx context.Context, env *Env, args []string) int {
 	})
 }
 
+// The invoicer demo's sabotage modes (demo --scenario invoicer --sabotage,
+// docs/invoicer.md): each breaks one of the two things that keep an INVOIC
+// from arriving twice, so that the checker can be seen to fail, or (the
+// control) only forces the resends, which must then all be recognised.
+const (
+	// sabotageFreshMessageID: the relay gives every send a fresh ebMS
+	// MessageId and loses every row's first receipt: each resend is a new
+	// message to the partner.
+	sabotageFreshMessageID = "fresh-message-id"
+	// sabotageLostReceipts: the relay loses every row's first receipt and
+	// sends again with the same derived MessageId (the control: all pass).
+	sabotageLostReceipts = "lost-receipts"
+	// sabotagePartnerWithoutInbox: the relay loses every row's first
+	// receipt, and the partner runs its effect again for a MessageId its
+	// inbox already has.
+	sabotagePartnerWithoutInbox = "partner-without-inbox"
+)
+
+// sabotagedTarget wraps the AS4 target: it treats the first receipt the
+// partner returns for a row as lost (a retryable error after a successful
+// send, as a dropped connection would), so that every row is sent at
+// least twice whether or not a crash lands in the right window. "First"
+// is per relay process (a restarted relay loses one more; a send that
+// failed, say while the partner restarted, does not count); with
+// freshIDs it also makes every send a new AS4 message, its MessageId
+// derived from a random id instead of the row's stable id. The
+// ConversationId stays the row's MessageID (the event id), so the partner
+// side can still tell which invoice a delivery belongs to.
+type sabotagedTarget struct {
+	next     outbox.Target
+	freshIDs bool
+	lost     sync.Map // outbox row id -> struct{}: its receipt was dropped
+}
+
+// Send sends m (under a fresh MessageId with freshIDs) and loses the
+// receipt of the row's first attempt.
+func (s *sabotagedTarget) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, error) {
+	send := m
+	if s.freshIDs {
+		c := *m
+		c.Headers = make(map[string]string, len(m.Headers)+1)
+		for k, v := range m.Headers {
+			c.Headers[k] = v
+		}
+		if c.Headers[as4target.HeaderConversationID] == "" {
+			c.Headers[as4target.HeaderConversationID] = m.MessageID
+		}
+		c.MessageID = fmt.Sprintf("%s/sabotage-%016x", m.MessageID, rand.Uint64())
+		send = &c
+	}
+	rcpt, err := s.next.Send(ctx, send)
+	if err != nil {
+		return rcpt, err
+	}
+	if _, dropped := s.lost.LoadOrStore(m.ID, struct{}{}); dropped {
+		return rcpt, nil
+	}
+	return nil, fmt.Errorf("demo sabotage: the partner's first receipt for outbox row %d (%s, attempt %d) is treated as lost", m.ID, m.StableID(), m.Attempt)
+}
+
 // invoicerTarget is the AS4 target: every partner is served by the demo's
 // one partner endpoint, each under its own PartyId.
 func invoicerTarget(url string) (*as4target.Target, error) {
@@ -187,11 +258,16 @@ func invoicerTarget(url string) (*as4target.Target, error) {
 }
 
 func runInvoicerPartner(ctx context.Context, env *Env, args []string) int {
-	var listen string
+	var listen, sabotage string
 	return childMain(ctx, env, "demo-invoicer-partner", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&listen, "listen", "", "address of the partner's AS4 endpoint")
+		fs.StringVar(&sabotage, "sabotage", "", "break the partner on purpose: "+sabotagePartnerWithoutInbox)
 	}, func(ctx context.Context, db *inboxDB, dbf dbFlags) error {
+		if sabotage != "" && sabotage != sabotagePartnerWithoutInbox {
+			return fmt.Errorf("--sabotage %q: the partner knows %s", sabotage, sabotagePartnerWithoutInbox)
+		}
 		t := partnerTablesFor(db, dbf.schema)
+		t.withoutInbox = sabotage == sabotagePartnerWithoutInbox
 		if db.pg != nil {
 			st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: dbf.schema, TablePrefix: dbf.prefix})
 			if err != nil {
@@ -213,7 +289,7 @@ func servePartner[TTx any](ctx context.Context, listen string, db *inboxDB, d st
 	h, err := as4.New(d, as4.Config[TTx]{
 		Store: st,
 		Inbox: txinbox.Config[TTx]{Scope: invoicerPartnerScope, Logger: slog.New(slog.DiscardHandler),
-			Hooks: []txinbox.Hook{&partnerDuplicates{db: db, table: t.duplicates}}},
+			Hooks: []txinbox.Hook{&partnerDuplicates{db: db, t: t}}},
 		Deliver: func(ctx context.Context, tx TTx, m *as4.Received) error {
 			if len(m.Parts) != 1 {
 				return txinbox.Permanent(fmt.Errorf("want one payload, got %d", len(m.Parts)))
@@ -224,8 +300,8 @@ func servePartner[TTx any](ctx context.Context, listen string, db *inboxDB, d st
 			if err != nil || len(ics) != 1 {
 				return txinbox.Permanent(fmt.Errorf("payload is not one EDIFACT interchange: %v", err))
 			}
-			return exec(ctx, tx, `INSERT INTO `+t.received+` (message_id, unb_ref) VALUES ($1, $2)`,
-				m.UserMessage.MessageID, ics[0].ControlRef)
+			return exec(ctx, tx, `INSERT INTO `+t.received+` (message_id, conversation_id, unb_ref) VALUES ($1, $2, $3)`,
+				m.UserMessage.MessageID, m.UserMessage.ConversationID, ics[0].ControlRef)
 		},
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -256,9 +332,13 @@ func servePartner[TTx any](ctx context.Context, listen string, db *inboxDB, d st
 // (Submit returns after the hooks), so every duplicate whose receipt
 // reached the relay is counted; a crash between the row and the answer
 // may count one whose answer was lost.
+//
+// Under the partner-without-inbox sabotage it instead runs the partner's
+// effect again: a copy of the MessageId's received_invoic row, as a
+// receiver that does not deduplicate would.
 type partnerDuplicates struct {
-	db    *inboxDB
-	table string
+	db *inboxDB
+	t  partnerTables
 }
 
 // OnOutcome records a Duplicate.
@@ -270,14 +350,22 @@ func (p *partnerDuplicates) OnOutcome(ctx context.Context, m *txinbox.Message, r
 	if err != nil || len(vals) != 3 {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
+	if p.t.withoutInbox {
+		p.db.exec(ctx, `INSERT INTO `+p.t.received+` (message_id, conversation_id, unb_ref) SELECT message_id, conversation_id, unb_ref FROM `+ //nolint:errcheck // sabotage
+			p.t.received+` WHERE id = (SELECT min(id) FROM `+p.t.received+` WHERE message_id = $1)`, vals[2])
+		return
+	}
 	// Best effort: the demo's count, not the business record.
-	p.db.exec(context.WithoutCancel(ctx), `INSERT INTO `+p.table+` (message_id) VALUES ($1)`, vals[2]) //nolint:errcheck // see above
+	p.db.exec(ctx, `INSERT INTO `+p.t.duplicates+` (message_id) VALUES ($1)`, vals[2]) //nolint:errcheck // see above
 }
 
 // partnerTables are the partner's own tables, next to its inbox.
 type partnerTables struct {
 	received   string // received_invoic: one row per delivery the partner's handler ran
 	duplicates string // partner_as4_duplicates: one row per resend recognised
+	// withoutInbox: the partner-without-inbox sabotage (see partnerDuplicates).
+	withoutInbox bool
 }
 
 func partnerTablesFor(db *inboxDB, schema string) partnerTables {
@@ -297,12 +385,30 @@ func createPartnerTables(ctx context.Context, db *inboxDB, t partnerTables) erro
 		id, ts = "id INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP"
 	}
 	for _, s := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + t.received + ` (` + id + `, message_id text NOT NULL, unb_ref text NOT NULL, received_at ` + ts + `)`,
+		`CREATE TABLE IF NOT EXISTS ` + t.received + ` (` + id + `, message_id text NOT NULL, conversation_id text NOT NULL DEFAULT '', unb_ref text NOT NULL, received_at ` + ts + `)`,
 		`CREATE TABLE IF NOT EXISTS ` + t.duplicates + ` (` + id + `, message_id text NOT NULL, recorded_at ` + ts + `)`,
 	} {
 		if err := db.exec(ctx, s); err != nil {
 			return fmt.Errorf("creating the partner's tables: %w", err)
 		}
+	}
+	// received_invoic of an earlier version has no conversation_id: the
+	// eb:ConversationId, the event id, by which the checker attributes a
+	// delivery to its invoice whatever MessageId it came under.
+	add := `ALTER TABLE ` + t.received + ` ADD COLUMN IF NOT EXISTS conversation_id text NOT NULL DEFAULT ''`
+	if db.kind == "sqlite" {
+		var n int
+		if err := db.query(ctx, `SELECT count(*) FROM pragma_table_info('received_invoic') WHERE name = 'conversation_id'`, nil,
+			[]any{&n}, func() error { return nil }); err != nil {
+			return fmt.Errorf("reading the columns of received_invoic: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		add = `ALTER TABLE ` + t.received + ` ADD COLUMN conversation_id text NOT NULL DEFAULT ''`
+	}
+	if err := db.exec(ctx, add); err != nil {
+		return fmt.Errorf("adding conversation_id to %s: %w", t.received, err)
 	}
 	return nil
 }
