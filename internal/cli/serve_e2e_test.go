@@ -102,11 +102,35 @@ func startServeBin(t *testing.T, extraEnv []string, args ...string) *serveProc {
 // it.
 func (p *serveProc) signal(sig os.Signal) (int, []string) {
 	p.t.Helper()
+	p.send(sig)
+	return p.wait(time.Minute, sig.String())
+}
+
+// send sends sig and returns at once.
+func (p *serveProc) send(sig os.Signal) {
+	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// exited reports whether the process has ended.
+func (p *serveProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits up to d for the process to end (after what, for the failure
+// message) and returns its exit code, -1 when a signal ended it, and the
+// stdout lines not read yet.
+func (p *serveProc) wait(d time.Duration, after string) (int, []string) {
+	p.t.Helper()
 	var lines []string
-	deadline := time.After(time.Minute)
+	deadline := time.After(d)
 	for {
 		select {
 		case line := <-p.lines:
@@ -121,7 +145,7 @@ func (p *serveProc) signal(sig os.Signal) (int, []string) {
 				}
 			}
 		case <-deadline:
-			p.t.Fatalf("serve did not exit within a minute of %v:\n%s", sig, p.stderr)
+			p.t.Fatalf("serve did not exit within %s of %s:\n%s", d, after, p.stderr)
 		}
 	}
 }
@@ -340,8 +364,10 @@ func TestServeBinarySIGKILLRestart(t *testing.T) {
 		"--effect-sql", "INSERT INTO " + schema + ".effects (scope, id, source, payload, detail) " +
 			"VALUES ($1, $2, $4, $9, concat_ws(' ', $3::text, $5::text, $6::text, $7::text, $8::text))",
 		"--effect-sql", "SELECT pg_sleep(0.005)"}
-	// A SIGTERM in the middle of the stream drains: exit 0, and every
-	// effect committed has its inbox row.
+	// A SIGTERM in the middle of the stream: exit 0, and every effect
+	// committed has its inbox row. (That alone would also hold if the
+	// batch in flight were rolled back; TestServeSIGTERMDrainsBatchInFlight
+	// proves it commits and is acked.)
 	p := startServeBin(t, nil, args...)
 	waitFor(t, "the first effects", func() bool {
 		rows, _ := effectCounts(t, pool, schema, "nats")
