@@ -7,20 +7,31 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/txinbox/txinbox/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal starts a graceful stop; a second one gets the
-	// default action and ends the process at once (nothing is acked that
-	// was not committed, so that is safe).
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first SIGINT or SIGTERM starts a graceful stop; a second one ends
+	// the process at once, by that signal's default action (nothing is
+	// acked that was not committed, so that is safe). Both arrive on one
+	// channel, so no second signal is lost between the two.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop()
+		<-sigs
+		cancel()
+		s := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		if sig, ok := s.(syscall.Signal); ok {
+			syscall.Kill(os.Getpid(), sig) //nolint:errcheck // exits by the default action
+			time.Sleep(time.Second)        // the signal is delivered asynchronously
+		}
+		os.Exit(130)
 	}()
 	code := cli.Main(ctx, cli.StdEnv(), os.Args[1:])
-	stop()
+	cancel()
 	os.Exit(code)
 }
