@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/txinbox/txinbox/internal/schema"
 )
@@ -9,8 +10,12 @@ import (
 // queries are the driver's SQL, expanded once for its tables. Every value is
 // a bound parameter; only validated identifiers are spliced in.
 type queries struct {
-	claim, lookup, drift, failures, deadLetter string
-	checkpoint, checkpoints                    string
+	claim, claimClassify, lookup, drift, failures, deadLetter string
+	checkpoint, checkpoints                                   string
+	// duplicates says whether the driver's last claim of the plain
+	// layout met keys it did not insert: the next claim then uses
+	// claimClassify, which saves the lookup's round trip.
+	duplicates *atomic.Bool
 	// The claim and lookup of the partitioned layout (partition.go).
 	claimPartitioned, lookupPartitioned string
 }
@@ -25,9 +30,11 @@ func qualify(schema, name string) string {
 
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
+		duplicates: new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
 		// instead of deadlocking. Keys already dead-lettered are skipped.
+		// It returns the keys it inserted; the others are looked up.
 		claim: t.Expand(`
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
@@ -37,8 +44,41 @@ WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.m
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
 RETURNING scope, message_id`),
+		// claimClassify is the same claim answering for every key:
+		// inserted, or already in the inbox (its stored hash), or
+		// dead-lettered, so that a batch with duplicates costs one round
+		// trip too, but every batch a little more server time (used while
+		// batches have duplicates: see pgTx.Claim).
+		//
+		// The outer SELECT shares the INSERT's snapshot: it does not see
+		// the rows just inserted (hence the join on ins), nor a conflicting
+		// row that a concurrent transaction committed after the snapshot
+		// was taken (ON CONFLICT waited for it, then skipped the key). Such
+		// a key comes back neither inserted, found nor dead-lettered, and
+		// goes to the lookup statement, whose snapshot is newer. The CASEs
+		// keep the probes off the inserted keys.
+		claimClassify: t.Expand(`
+WITH ins AS (
+INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
+ORDER BY m.scope, m.message_id
+ON CONFLICT (scope, message_id) DO NOTHING
+RETURNING scope, message_id)
+SELECT m.ord, ins.message_id IS NOT NULL,
+       CASE WHEN ins.message_id IS NULL THEN
+            (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
+       CASE WHEN ins.message_id IS NULL THEN
+            EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
+            ELSE false END
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
+LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
 		// A new statement, so a new READ COMMITTED snapshot: it sees the
-		// rows of the transactions the claim waited for.
+		// rows of the transactions the claim waited for. Only the keys the
+		// claim did not answer are looked up: after claimClassify, usually
+		// none.
 		lookup: t.Expand(`
 SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)

@@ -48,40 +48,84 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	scopes, ids := make([]string, n), make([]string, n)
 	sources, positions, pkeys := make([]string, n), make([]string, n), make([]string, n)
 	hashes, received := make([][]byte, n), make([]time.Time, n)
-	index := make(map[store.Key]int, n)
 	for i, r := range rows {
 		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
 		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
-		index[r.Key] = i
 	}
 	res := make([]store.ClaimResult, n)
-	inserted, err := t.claimed(ctx, index, res, scopes, ids, sources, positions, pkeys, hashes, received)
-	if err != nil || inserted == n {
+	args := []any{scopes, ids, sources, positions, pkeys, hashes, received}
+	var err error
+	switch {
+	case t.layout.partitioned:
+		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(rows, res), args...)
+	case t.q.duplicates.Load() && distinct(rows):
+		err = t.claimed(ctx, t.q.claimClassify, classifyClaimed(res), args...)
+	default:
+		err = t.claimed(ctx, t.q.claim, markInserted(rows, res), args...)
+	}
+	if err != nil {
 		return res, err
 	}
-	return res, t.lookup(ctx, res, scopes, ids)
+	if !t.layout.partitioned {
+		t.expectDuplicates(res)
+	}
+	// The keys the claim left unanswered: every key not inserted, or with
+	// claimClassify those whose conflicting row was committed after the
+	// claim's snapshot.
+	var pending []int
+	for i := range res {
+		if res[i].Status == 0 {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 {
+		return res, nil
+	}
+	return res, t.lookup(ctx, res, pending, scopes, ids)
 }
 
-// claimed runs the claim statement, beginning the transaction in the same
-// round trip if it is the first statement, and marks the inserted rows
-// ClaimNew.
-func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store.ClaimResult, args ...any) (int, error) {
-	inserted := 0
-	scan := func(rs pgx.Rows) error {
-		var err error
-		inserted, err = t.markInserted(rs, index, res)
-		return err
+// expectDuplicates chooses the next claim from this one's answer. The
+// claim that also classifies the keys it did not insert saves a round
+// trip to batches with duplicates, but costs every batch a little more
+// server time than the one that returns the inserted keys only; with
+// duplicates (redeliveries) coming in runs, the last batch is a good guess
+// for the next one.
+func (t *pgTx) expectDuplicates(res []store.ClaimResult) {
+	dups := false
+	for i := range res {
+		if res[i].Status != store.ClaimNew {
+			dups = true
+			break
+		}
 	}
-	claim := t.q.claim
-	if t.layout.partitioned {
-		claim = t.q.claimPartitioned
+	if t.q.duplicates.Load() != dups {
+		t.q.duplicates.Store(dups)
 	}
+}
+
+// distinct reports whether no key repeats in rows, as Claim's contract
+// says: claimClassify would report every copy of a key inserted, the
+// plain claim only one.
+func distinct(rows []store.ClaimRow) bool {
+	seen := make(map[store.Key]struct{}, len(rows))
+	for _, r := range rows {
+		if _, ok := seen[r.Key]; ok {
+			return false
+		}
+		seen[r.Key] = struct{}{}
+	}
+	return true
+}
+
+// claimed runs a claim statement, beginning the transaction in the same
+// round trip if it is the first statement, and hands its rows to scan.
+func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) error, args ...any) error {
 	if t.tx != nil {
 		rs, err := t.tx.Query(ctx, claim, args...)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		return inserted, scan(rs)
+		return scan(rs)
 	}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
@@ -93,33 +137,76 @@ func (t *pgTx) claimed(ctx context.Context, index map[store.Key]int, res []store
 	b.Queue(claim, args...).Query(scan)
 	br := t.pool.SendBatch(ctx, b)
 	t.tx = br.Tx() // rolled back (or closed) by the caller on error
-	return inserted, br.Close()
+	return br.Close()
 }
 
-func (t *pgTx) markInserted(rs pgx.Rows, index map[store.Key]int, res []store.ClaimResult) (int, error) {
-	var k store.Key
-	inserted := 0
-	_, err := pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
-		i, ok := index[k]
-		if !ok {
-			return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
-		}
-		res[i].Status = store.ClaimNew
-		inserted++
-		return nil
-	})
-	return inserted, err
+// classifyClaimed scans claimClassify, one row per key: its
+// ordinal, whether it was inserted, and otherwise the stored hash and
+// whether it is dead-lettered, as the claim's snapshot saw them. A key
+// with none of these stays unanswered, for the lookup.
+func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
+	return func(rs pgx.Rows) error {
+		var ord int
+		var inserted, dead bool
+		var hash []byte
+		_, err := pgx.ForEachRow(rs, []any{&ord, &inserted, &hash, &dead}, func() error {
+			if ord < 1 || ord > len(res) {
+				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
+			}
+			if r := &res[ord-1]; inserted {
+				r.Status = store.ClaimNew
+			} else {
+				classifySeen(r, hash, dead)
+			}
+			return nil
+		})
+		return err
+	}
 }
 
-// lookup fills in the rows the claim did not insert; only those are looked
-// up, each index probe costs as much as an insert's.
-func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids []string) error {
-	var at []int // at[j] is the index in res of the j-th key looked up
-	var lscopes, lids []string
-	for i := range res {
-		if res[i].Status != store.ClaimNew {
-			at, lscopes, lids = append(at, i), append(lscopes, scopes[i]), append(lids, ids[i])
+// markInserted scans a claim that returns the keys it inserted, and marks
+// them ClaimNew.
+func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows) error {
+	return func(rs pgx.Rows) error {
+		index := make(map[store.Key]int, len(rows))
+		for i, r := range rows {
+			index[r.Key] = i
 		}
+		var k store.Key
+		_, err := pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
+			i, ok := index[k]
+			if !ok {
+				return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
+			}
+			res[i].Status = store.ClaimNew
+			return nil
+		})
+		return err
+	}
+}
+
+// classifySeen classifies a key that was not inserted from what a
+// statement saw of it, and reports whether it saw it at all.
+func classifySeen(r *store.ClaimResult, hash []byte, dead bool) bool {
+	switch {
+	case hash != nil:
+		r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
+	case dead:
+		r.Status = store.ClaimDeadLettered
+	default:
+		return false
+	}
+	return true
+}
+
+// lookup fills in the rows at the indexes pending, in a statement of its
+// own: a new READ COMMITTED snapshot, which sees the rows of the
+// transactions the claim waited for. Only those are looked up, each index
+// probe costs as much as an insert's.
+func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []int, scopes, ids []string) error {
+	lscopes, lids := make([]string, len(pending)), make([]string, len(pending))
+	for j, i := range pending {
+		lscopes[j], lids[j] = scopes[i], ids[i]
 	}
 	lookup := t.q.lookup
 	if t.layout.partitioned {
@@ -133,13 +220,10 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, scopes, ids 
 	var hash []byte
 	var dead bool
 	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
-		i := at[ord-1]
-		switch r := &res[i]; {
-		case hash != nil:
-			r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
-		case dead:
-			r.Status = store.ClaimDeadLettered
-		default:
+		if ord < 1 || ord > len(pending) {
+			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
+		}
+		if i := pending[ord-1]; !classifySeen(&res[i], hash, dead) {
 			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, scopes[i], ids[i])
 		}
 		return nil
