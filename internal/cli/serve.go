@@ -115,6 +115,7 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	var o serveOptions
 	o.db.register(fs, env)
 	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the AS4 messages")
+	fs.StringVar(&o.AS4Retention, "as4-retention", "", "keep the AS4 scope's inbox rows this long (default: --retention)")
 	fs.StringVar(&o.AS4Listen, "as4-listen", "", "address of the AS4 endpoint (path /as4), e.g. :8080 (default: none)")
 	fs.Int64Var(&o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, "largest AS4 request in bytes (larger: 413)")
 	fs.BoolVar(&o.AS4AcceptUnverifiedSecurity, "as4-accept-unverified-security", false,
