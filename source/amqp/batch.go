@@ -20,21 +20,14 @@ func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.
 		in[i] = c.message(&batch[i])
 	}
 	res, err := c.proc.Process(ctx, in)
-	if res == nil {
-		res = make([]txinbox.Result, len(batch)) // a usage error: nothing committed
-	}
-	c.stats.outcomes.Count(res)
+	res, failures := c.stats.batches.Done(res, len(batch), err)
 	var failDelay time.Duration
 	if err != nil {
-		c.failures++
-		failDelay = c.cfg.ErrorBackoff(c.failures)
-		c.stats.batchErrors.Add(1)
+		failDelay = c.cfg.ErrorBackoff(failures)
 		if ctx.Err() == nil {
 			c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
-				"queue", c.cfg.Queue, "messages", len(batch), "failures", c.failures, "err", err)
+				"queue", c.cfg.Queue, "messages", len(batch), "failures", failures, "err", err)
 		}
-	} else {
-		c.failures = 0
 	}
 	if err == nil && c.ackAll(ctx, s, batch, in, res) {
 		return

@@ -8,6 +8,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // DeliveryCountHeader is the header the source adds to each message: how
@@ -114,12 +115,8 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	if c.Inbox.Scope == "" {
 		c.Inbox.Scope = c.Queue
 	}
-	if c.Inbox.MaxBatchSize == 0 {
-		c.Inbox.MaxBatchSize = 100
-	}
-	if c.Inbox.MaxAttempts == 0 {
-		c.Inbox.MaxAttempts = 10
-	}
+	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
+		Logger: &c.Logger}.Defaults(DefaultErrorBackoff)
 	if c.Key == nil {
 		c.Key = MessageIDKey
 	}
@@ -129,23 +126,11 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Millisecond
 	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = 2 * c.Inbox.MaxAttempts
-	}
 	if c.DeadLetterRoutingKey == "" {
 		c.DeadLetterRoutingKey = c.Queue
 	}
-	if c.ErrorBackoff == nil {
-		c.ErrorBackoff = DefaultErrorBackoff
-	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = 10 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Inbox.Logger == nil {
-		c.Inbox.Logger = c.Logger
 	}
 	return c
 }

@@ -11,7 +11,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source/internal/runner"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -22,12 +22,10 @@ import (
 type Consumer[TTx any] struct {
 	cfg     Config[TTx]
 	proc    *txinbox.Processor[TTx]
-	running atomic.Bool
+	running runner.Once
 	// connected is true while a session consumes.
 	connected atomic.Bool
-	// failures counts consecutive batch transactions that failed.
-	failures int
-	stats    stats
+	stats     stats
 }
 
 // New returns a Consumer that stores its inbox through driver. It does not
@@ -37,10 +35,9 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
-	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
+	proc, err := runner.NewProcessor("amqp", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: Config.Inbox: %w", err)
+		return nil, err
 	}
 	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
 }
@@ -57,26 +54,14 @@ func (c *Consumer[TTx]) Connected() bool { return c.connected.Load() }
 // acked) and returns nil. A lost connection or channel is dialed again
 // after ErrorBackoff. Run may be called once.
 func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("amqp: Consumer.Run called twice")
+	if err := c.running.Start("amqp"); err != nil {
+		return err
 	}
-	failures := 0
-	for ctx.Err() == nil {
-		consumed, err := c.session(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if consumed {
-			failures = 0
-		}
-		failures++
+	runner.Reconnect(ctx, c.cfg.ErrorBackoff, c.session, func(failures int, err error) {
 		c.stats.reconnects.Add(1)
 		c.cfg.Logger.WarnContext(ctx, "amqp: connection lost; dialing again", "queue", c.cfg.Queue,
 			"failures", failures, "err", err)
-		if wait(ctx, c.cfg.ErrorBackoff(failures)) != nil {
-			break
-		}
-	}
+	})
 	return nil
 }
 
@@ -198,15 +183,4 @@ func (c *Consumer[TTx]) nextBatch(ctx context.Context, deliveries <-chan amqp091
 		}
 	}
 	return batch, true
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/outcomes"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Stats counts what a Consumer did since it was created.
@@ -33,12 +33,11 @@ type Stats struct {
 }
 
 type stats struct {
-	outcomes             outcomes.Counter
+	batches              runner.Batches
 	acked                atomic.Int64
 	multipleAcks         atomic.Int64
 	ackErrors            atomic.Int64
 	requeued             atomic.Int64
-	batchErrors          atomic.Int64
 	reconnects           atomic.Int64
 	deadLettersPublished atomic.Int64
 }
@@ -47,16 +46,16 @@ type stats struct {
 func (c *Consumer[TTx]) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Processed:            s.outcomes.Load(txinbox.Processed),
-		Duplicates:           s.outcomes.Load(txinbox.Duplicate),
-		Drift:                s.outcomes.Load(txinbox.Drift),
-		DeadLettered:         s.outcomes.Load(txinbox.DeadLettered),
-		Retries:              s.outcomes.Load(txinbox.Retry),
+		Processed:            s.batches.Outcomes.Load(txinbox.Processed),
+		Duplicates:           s.batches.Outcomes.Load(txinbox.Duplicate),
+		Drift:                s.batches.Outcomes.Load(txinbox.Drift),
+		DeadLettered:         s.batches.Outcomes.Load(txinbox.DeadLettered),
+		Retries:              s.batches.Outcomes.Load(txinbox.Retry),
 		Acked:                s.acked.Load(),
 		MultipleAcks:         s.multipleAcks.Load(),
 		AckErrors:            s.ackErrors.Load(),
 		Requeued:             s.requeued.Load(),
-		BatchErrors:          s.batchErrors.Load(),
+		BatchErrors:          s.batches.Errors.Load(),
 		Reconnects:           s.reconnects.Load(),
 		DeadLettersPublished: s.deadLettersPublished.Load(),
 	}

@@ -23,21 +23,14 @@ func (c *Consumer[TTx]) handle(ctx context.Context, msgs []natsjs.Msg) {
 	stop := c.keepAlive(msgs)
 	res, err := c.proc.Process(ctx, in)
 	stop()
-	if res == nil {
-		res = make([]txinbox.Result, len(msgs)) // a usage error: nothing committed
-	}
-	c.stats.outcomes.Count(res)
+	res, failures := c.stats.batches.Done(res, len(msgs), err)
 	var failDelay time.Duration
 	if err != nil {
-		c.failures++
-		failDelay = c.cfg.ErrorBackoff(c.failures)
-		c.stats.batchErrors.Add(1)
+		failDelay = c.cfg.ErrorBackoff(failures)
 		if ctx.Err() == nil {
 			c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
-				"stream", c.cfg.Stream, "messages", len(msgs), "failures", c.failures, "err", err)
+				"stream", c.cfg.Stream, "messages", len(msgs), "failures", failures, "err", err)
 		}
-	} else {
-		c.failures = 0
 	}
 	for i, m := range msgs {
 		c.settle(ctx, m, in[i], res[i], failDelay)

@@ -10,6 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // MsgIDHeader is the header JetStream deduplicates publishes on, and the
@@ -116,12 +117,8 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	if c.Inbox.Scope == "" {
 		c.Inbox.Scope = c.Consumer
 	}
-	if c.Inbox.MaxBatchSize == 0 {
-		c.Inbox.MaxBatchSize = 100
-	}
-	if c.Inbox.MaxAttempts == 0 {
-		c.Inbox.MaxAttempts = 10
-	}
+	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
+		Logger: &c.Logger}.Defaults(txinbox.DefaultBackoff)
 	if c.Key == nil {
 		c.Key = MsgIDKey
 	}
@@ -130,18 +127,6 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	}
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Millisecond
-	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = 2 * c.Inbox.MaxAttempts
-	}
-	if c.ErrorBackoff == nil {
-		c.ErrorBackoff = txinbox.DefaultBackoff
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Inbox.Logger == nil {
-		c.Inbox.Logger = c.Logger
 	}
 	return c
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source/internal/runner"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -22,11 +21,9 @@ import (
 type Consumer[TTx any] struct {
 	cfg     Config[TTx]
 	proc    *txinbox.Processor[TTx]
-	running atomic.Bool
+	running runner.Once
 	js      natsjs.JetStream // Run's, for dead letters
-	// failures counts consecutive batch transactions that failed.
-	failures int
-	stats    stats
+	stats   stats
 }
 
 // New returns a Consumer that stores its inbox through driver. It does not
@@ -36,10 +33,9 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
-	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
+	proc, err := runner.NewProcessor("jetstream", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: Config.Inbox: %w", err)
+		return nil, err
 	}
 	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
 }
@@ -53,8 +49,8 @@ func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
 // ErrorBackoff; the connection reconnects by itself. Run returns an error
 // only when it cannot connect at first. Run may be called once.
 func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("jetstream: Consumer.Run called twice")
+	if err := c.running.Start("jetstream"); err != nil {
+		return err
 	}
 	nc := c.cfg.Conn
 	if nc == nil {
@@ -78,23 +74,11 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	c.js = js
-	broken := 0
-	for ctx.Err() == nil {
-		consumed, err := c.consume(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if consumed {
-			broken = 0
-		}
-		broken++
+	runner.Reconnect(ctx, c.cfg.ErrorBackoff, c.consume, func(_ int, err error) {
 		c.cfg.Logger.WarnContext(ctx, "jetstream: subscription broken; opening it again", "stream", c.cfg.Stream,
 			"consumer", c.cfg.Consumer, "err", err)
 		c.stats.resubscribes.Add(1)
-		if wait(ctx, c.cfg.ErrorBackoff(broken)) != nil {
-			break
-		}
-	}
+	})
 	return nil
 }
 
@@ -160,17 +144,6 @@ func (c *Consumer[TTx]) nextBatch(ctx context.Context, it natsjs.MessagesContext
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // headersOf copies a message's headers, then its delivery count.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/source/sourcetest"
 	"github.com/txinbox/txinbox/store"
@@ -88,23 +89,7 @@ func (f *streamFixture) run(cfg jetstream.Config[pgx.Tx], done func(jetstream.St
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- c.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !done(c.Stats()) && time.Now().Before(deadline) {
-		<-tick.C
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		f.t.Fatal(err)
-	}
-	if !done(c.Stats()) {
-		f.t.Fatalf("not done after 20s: %+v", c.Stats())
-	}
-	return c.Stats()
+	return runtest.Until(f.t, c.Stats, done, c.Run)
 }
 
 // A batch that runs longer than AckWait is kept alive with InProgress:

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // ReceiveCountHeader is the header the source adds to each message: its
@@ -107,12 +108,8 @@ func (e *ConfigError) Error() string {
 }
 
 func (c Config[TTx]) withDefaults() Config[TTx] {
-	if c.Inbox.MaxBatchSize == 0 {
-		c.Inbox.MaxBatchSize = 100
-	}
-	if c.Inbox.MaxAttempts == 0 {
-		c.Inbox.MaxAttempts = 10
-	}
+	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
+		Logger: &c.Logger}.Defaults(txinbox.DefaultBackoff)
 	if c.Key == nil {
 		c.Key = MessageIDKey
 	}
@@ -121,18 +118,6 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	}
 	if c.VisibilityTimeout == 0 {
 		c.VisibilityTimeout = 30 * time.Second
-	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = 2 * c.Inbox.MaxAttempts
-	}
-	if c.ErrorBackoff == nil {
-		c.ErrorBackoff = txinbox.DefaultBackoff
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Inbox.Logger == nil {
-		c.Inbox.Logger = c.Logger
 	}
 	return c
 }

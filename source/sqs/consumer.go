@@ -2,11 +2,8 @@ package sqs
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source/internal/runner"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -25,10 +22,8 @@ import (
 type Consumer[TTx any] struct {
 	cfg     Config[TTx]
 	proc    *txinbox.Processor[TTx]
-	running atomic.Bool
-	// failures counts consecutive batch transactions that failed.
-	failures int
-	stats    stats
+	running runner.Once
+	stats   stats
 }
 
 // New returns a Consumer that stores its inbox through driver.
@@ -37,10 +32,9 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Inbox.Handler, cfg.Inbox.BatchHandler = deliveries.Guard(cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
-	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
+	proc, err := runner.NewProcessor("sqs", driver, &cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
 	if err != nil {
-		return nil, fmt.Errorf("sqs: Config.Inbox: %w", err)
+		return nil, err
 	}
 	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
 }
@@ -52,8 +46,8 @@ func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
 // A failed ReceiveMessage is tried again after ErrorBackoff. Run may be
 // called once.
 func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("sqs: Consumer.Run called twice")
+	if err := c.running.Start("sqs"); err != nil {
+		return err
 	}
 	receiveFailures := 0
 	for ctx.Err() == nil {
@@ -71,7 +65,7 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 		receiveFailures++
 		c.stats.receiveErrors.Add(1)
 		c.cfg.Logger.WarnContext(ctx, "sqs: ReceiveMessage failed", "queue", c.cfg.QueueURL, "failures", receiveFailures, "err", err)
-		if wait(ctx, c.cfg.ErrorBackoff(receiveFailures)) != nil {
+		if runner.Wait(ctx, c.cfg.ErrorBackoff(receiveFailures)) != nil {
 			break
 		}
 	}
@@ -107,17 +101,6 @@ func (c *Consumer[TTx]) receiveBatch(ctx context.Context) ([]types.Message, erro
 // seconds rounds d up to whole seconds, as SQS counts them.
 func seconds(d time.Duration) int32 {
 	return int32(min(math.Ceil(max(d, 0).Seconds()), 43200))
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // message turns a received message into the inbox's message.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 	"github.com/txinbox/txinbox/source/sqs"
 	"github.com/txinbox/txinbox/source/sqs/sqsfake"
 	"github.com/txinbox/txinbox/store"
@@ -103,20 +104,16 @@ func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 // stats, then stops them.
 func (f *queueFixture) run(done func(sqs.Stats) bool, cfgs ...sqs.Config[pgx.Tx]) []*sqs.Consumer[pgx.Tx] {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	var cs []*sqs.Consumer[pgx.Tx]
-	errs := make(chan error, len(cfgs))
+	var runs []func(context.Context) error
 	for _, cfg := range cfgs {
 		c, err := sqs.New(f.driver, cfg)
 		if err != nil {
 			f.t.Fatal(err)
 		}
 		cs = append(cs, c)
-		go func() { errs <- c.Run(ctx) }()
+		runs = append(runs, c.Run)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
 	total := func() sqs.Stats {
 		var t sqs.Stats
 		for _, c := range cs {
@@ -125,18 +122,7 @@ func (f *queueFixture) run(done func(sqs.Stats) bool, cfgs ...sqs.Config[pgx.Tx]
 		}
 		return t
 	}
-	for !done(total()) && time.Now().Before(deadline) {
-		<-tick.C
-	}
-	cancel()
-	for range cfgs {
-		if err := <-errs; err != nil {
-			f.t.Error(err)
-		}
-	}
-	if !done(total()) {
-		f.t.Fatalf("not done after 20s: %+v", total())
-	}
+	runtest.Until(f.t, total, done, runs...)
 	return cs
 }
 

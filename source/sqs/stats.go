@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/outcomes"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Stats counts what a Consumer did since it was created.
@@ -31,10 +31,9 @@ type Stats struct {
 }
 
 type stats struct {
-	outcomes        outcomes.Counter
+	batches         runner.Batches
 	deleted         atomic.Int64
 	deleteErrors    atomic.Int64
-	batchErrors     atomic.Int64
 	receiveErrors   atomic.Int64
 	extensions      atomic.Int64
 	deadLettersSent atomic.Int64
@@ -44,14 +43,14 @@ type stats struct {
 func (c *Consumer[TTx]) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Processed:       s.outcomes.Load(txinbox.Processed),
-		Duplicates:      s.outcomes.Load(txinbox.Duplicate),
-		Drift:           s.outcomes.Load(txinbox.Drift),
-		DeadLettered:    s.outcomes.Load(txinbox.DeadLettered),
-		Retries:         s.outcomes.Load(txinbox.Retry),
+		Processed:       s.batches.Outcomes.Load(txinbox.Processed),
+		Duplicates:      s.batches.Outcomes.Load(txinbox.Duplicate),
+		Drift:           s.batches.Outcomes.Load(txinbox.Drift),
+		DeadLettered:    s.batches.Outcomes.Load(txinbox.DeadLettered),
+		Retries:         s.batches.Outcomes.Load(txinbox.Retry),
 		Deleted:         s.deleted.Load(),
 		DeleteErrors:    s.deleteErrors.Load(),
-		BatchErrors:     s.batchErrors.Load(),
+		BatchErrors:     s.batches.Errors.Load(),
 		ReceiveErrors:   s.receiveErrors.Load(),
 		Extensions:      s.extensions.Load(),
 		DeadLettersSent: s.deadLettersSent.Load(),

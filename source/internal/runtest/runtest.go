@@ -1,0 +1,43 @@
+// Package runtest runs the broker sources' consumers in their tests.
+package runtest
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Until starts each of runs (a Consumer's Run) in its own goroutine and
+// polls stats until done holds for them or 20 seconds passed; then it
+// cancels the runs and waits for them. It fails t when a run returns an
+// error or done never held, and returns the last stats.
+func Until[S any](t testing.TB, stats func() S, done func(S) bool, runs ...func(context.Context) error) S {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errs <- run(ctx) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !done(stats()) && time.Now().Before(deadline) {
+		<-tick.C
+	}
+	cancel()
+	failed := false
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
+	s := stats()
+	if !done(s) {
+		t.Fatalf("not done after 20s: %+v", s)
+	}
+	return s
+}
