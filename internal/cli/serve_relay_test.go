@@ -58,7 +58,8 @@ func TestServeRelayFlagErrorsNameTheFlag(t *testing.T) {
 }
 
 // TestServeRelayOnly: serve with no source but --relay-target runs the
-// relay alone and sends the rows already in the outbox.
+// relay alone and sends the rows already in the outbox; its purger then
+// deletes the sent rows once they are older than the retention.
 func TestServeRelayOnly(t *testing.T) {
 	t.Parallel()
 	db := outboxRows(t, 3, false)
@@ -72,16 +73,32 @@ func TestServeRelayOnly(t *testing.T) {
 	env := &cli.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, env, []string{"serve", "--db", db, "--no-purge", "--relay-target", "http", "--relay-http-url", srv.URL})
+		done <- cli.Main(ctx, env, []string{"serve", "--db", db, "--retention", "1s", "--purge-interval", "100ms",
+			"--relay-target", "http", "--relay-http-url", srv.URL})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for rcv.count() < 3 && time.Now().Before(deadline) {
+	outboxRowsLeft := func() int {
+		d, err := sqlitestore.Open(db, sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var n int
+		if err := d.DB().QueryRow(`SELECT count(*) FROM txinbox_outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for (rcv.count() < 3 || outboxRowsLeft() > 0) && time.Now().Before(deadline) {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, errs)
 		case <-out.lines:
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	if n := outboxRowsLeft(); n != 0 {
+		t.Errorf("%d outbox rows left, want the 3 sent ones purged", n)
 	}
 	cancel()
 	if code := <-done; code != cli.ExitOK {
