@@ -116,8 +116,8 @@ func benchKafkaProduce(ctx context.Context, seeds []string, topic string, dup fl
 	recs := make([]*kgo.Record, benchKafkaRecords)
 	for i := range recs {
 		id := i
-		if i > 2_000 && rng.Float64() < dup {
-			id = i - 1_000 - rng.IntN(1_000) // a producer's re-send of an earlier event
+		if i >= 200 && rng.Float64() < dup {
+			id = i - 100 - rng.IntN(100) // a producer's re-send of an earlier event
 		}
 		key := []byte(fmt.Sprint("m-", id))
 		recs[i] = &kgo.Record{Topic: topic, Key: key, Value: benchPayload, Headers: []kgo.RecordHeader{{Key: demoKafkaHeader, Value: key}}}
