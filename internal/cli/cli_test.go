@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,6 +110,31 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	var in map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &in) != nil || in["state"] != "processed" || len(in["drift"].([]any)) != 1 {
 		t.Errorf("inspect a: %d %q", code, out)
+	}
+	// A dead letter next to an inbox row (another consumer committed the
+	// message while this one failed) is stale: replaying it would delete the
+	// inbox row and run the effect again.
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO txinbox_dead_letters (scope, message_id, payload, payload_hash, attempts, reason, last_error, received_at, dead_lettered_at)
+		VALUES ('s', 'a', x'', x'', 1, 'permanent error', 'boom', '2026-01-01T00:00:00.000000000Z', '2026-01-01T00:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	var stale int64
+	if err := raw.QueryRow(`SELECT id FROM txinbox_dead_letters WHERE message_id = 'a'`).Scan(&stale); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, errs, code := run(t, "dlq", "replay", "--db", db, "--reason", "retry", fmt.Sprint(stale)); code != cli.ExitFailure || !strings.Contains(errs, "is stale") {
+		t.Errorf("replay of a stale dead letter: %d %q", code, errs)
+	}
+	if out, _, code := run(t, "inspect", "--db", db, "--scope", "s", "a"); code != 0 || !strings.Contains(out, `"processed (stale dead letter: drop it)"`) {
+		t.Errorf("the inbox row of a refused replay: %d %q", code, out)
+	}
+	if _, errs, code := run(t, "dlq", "drop", "--db", db, "--reason", "stale", fmt.Sprint(stale)); code != 0 {
+		t.Errorf("drop of a stale dead letter: %d %q", code, errs)
 	}
 	if _, _, code := run(t, "inspect", "--db", db, "--scope", "s", "never"); code != cli.ExitFailure {
 		t.Errorf("inspect of an unknown id exited %d, want 1", code)

@@ -66,6 +66,8 @@ func runDLQ(ctx context.Context, env *Env, args []string) int {
 		} else if err == nil {
 			fmt.Fprintf(env.Stdout, "dead letter %d was already dropped\n", id)
 		}
+	} else if code, done := dlqReplayStale(ctx, env, db, rec); done {
+		return code
 	} else if _, err = db.admin.Forget(ctx, rec.Key, a); err == nil {
 		fmt.Fprintf(env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
 			"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", id, rec.MessageID, rec.Scope, id)
@@ -75,6 +77,26 @@ func runDLQ(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// dlqReplayStale refuses to replay a dead letter whose message was processed
+// all the same (an inbox row exists: another consumer committed it while
+// this one failed, or before the dead letter was recorded). Replaying would
+// delete that inbox row and run the effect a second time on the next
+// delivery. It reports whether it answered, and with which exit code.
+func dlqReplayStale(ctx context.Context, env *Env, db *inboxDB, rec store.DeadLetterRecord) (int, bool) {
+	in, err := db.admin.Inspect(ctx, rec.Key)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "txinbox dlq replay: %s: %v\n", db.where, err)
+		return ExitFailure, true
+	}
+	if in.Inbox == nil {
+		return 0, false
+	}
+	fmt.Fprintf(env.Stderr, "txinbox dlq replay: dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
+		"so a replay would run its effect a second time; clear the dead letter with dlq drop, or use forget to reprocess it deliberately\n",
+		rec.ID, rec.MessageID, rec.Scope, in.Inbox.ProcessedAt.UTC().Format(time.RFC3339))
+	return ExitFailure, true
 }
 
 func dlqList(ctx context.Context, env *Env, db *inboxDB, lf store.ListFilter, asJSON bool) int {
@@ -154,6 +176,9 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 	}
 	if in.DeadLetter != nil {
 		state = "dead-lettered"
+		if in.Inbox != nil { // redeliveries are skipped as duplicates of the inbox row
+			state = "processed (stale dead letter: drop it)"
+		}
 		out["dead_letter"] = deadLetterJSON(*in.DeadLetter)
 	}
 	drift := []map[string]any{}
