@@ -3,6 +3,8 @@ package cli_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,5 +157,51 @@ func TestServeBinaryRefusesShortSQSRetention(t *testing.T) {
 	}
 	if code, _ := p.signal(syscall.SIGTERM); code != 0 {
 		t.Errorf("SIGTERM: exit %d:\n%s", code, p.stderr)
+	}
+}
+
+// TestServeBinarySQSCredentialsFromProfile: with no keys in the environment
+// the SQS source takes its credentials and region from the shared AWS files
+// and AWS_PROFILE, as the AWS CLI does (the fake records who signed).
+func TestServeBinarySQSCredentialsFromProfile(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Require(t)
+	schema := testdb.NewSchema(t, pool)
+	fake := sqsfake.NewServer()
+	t.Cleanup(fake.Close)
+	sqsCl := awssqs.New(awssqs.Options{BaseEndpoint: aws.String(fake.URL()), Region: "us-east-1", Credentials: sqsfake.Credentials})
+	out, err := sqsCl.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String("orders")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	creds, conf := filepath.Join(dir, "credentials"), filepath.Join(dir, "config")
+	for name, text := range map[string]string{
+		creds: "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = s\n\n[billing]\naws_access_key_id = AKIDBILLING\naws_secret_access_key = s\n",
+		conf:  "[profile billing]\nregion = eu-central-1\n",
+	} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"AWS_SHARED_CREDENTIALS_FILE=" + creds, "AWS_CONFIG_FILE=" + conf, "AWS_PROFILE=billing",
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_REGION=", "AWS_DEFAULT_REGION=", "AWS_EC2_METADATA_DISABLED=true"}
+	p := startServeBin(t, env, "--db", testdb.URL(), "--schema", schema, "--no-purge", "--sqs-queue-url", *out.QueueUrl,
+		"--sqs-endpoint", fake.URL(), "--retention", "5d", "--http-listen", "127.0.0.1:0")
+	if code, body := p.get("/readyz"); code != 200 || !strings.Contains(body, `"sqs":"ok"`) {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	if code, _ := p.signal(syscall.SIGTERM); code != 0 {
+		t.Errorf("SIGTERM: exit %d:\n%s", code, p.stderr)
+	}
+	signers := strings.Join(fake.Signers(), " ")
+	if !strings.Contains(signers, "AKIDBILLING/eu-central-1") || strings.Contains(signers, "AKIDDEFAULT") {
+		t.Errorf("requests signed by %q, want the billing profile's key and region", signers)
+	}
+	// Half a key pair in the environment is a configuration error.
+	_, errs, code := runBinEnv(t, append(env, "AWS_ACCESS_KEY_ID=AKIDHALF"), "serve", "--db", testdb.URL(), "--schema", schema,
+		"--no-purge", "--sqs-queue-url", *out.QueueUrl, "--sqs-endpoint", fake.URL())
+	if code != 2 || !strings.Contains(errs, "AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("half a key pair: exit %d, %q", code, errs)
 	}
 }

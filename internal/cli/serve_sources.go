@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/nats-io/nats.go"
@@ -69,9 +71,9 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
 	s(&f.AMQPScope, "amqp-scope", "amqp", "inbox scope of the RabbitMQ deliveries")
 	s(&f.AMQPRetryWindow, "amqp-retry-window", "", "how long RabbitMQ producers may resend a message (default: --retry-window)")
-	s(&f.SQSQueueURL, "sqs-queue-url", "", "SQS queue URL (turns the SQS source on; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	s(&f.SQSQueueURL, "sqs-queue-url", "", "SQS queue URL (turns the SQS source on; credentials from the AWS SDK's default chain: environment, shared files and AWS_PROFILE, web identity, container or instance role)")
 	s(&f.SQSEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default: the region's)")
-	s(&f.SQSRegion, "sqs-region", "", "AWS region of the queue (default: AWS_REGION)")
+	s(&f.SQSRegion, "sqs-region", "", "AWS region of the queue (default: AWS_REGION, else the shared config profile's region)")
 	s(&f.SQSKey, "sqs-key", "message-id", "message id of a message: message-id, dedup-id (FIFO) or attribute:NAME")
 	s(&f.SQSScope, "sqs-scope", "sqs", "inbox scope of the SQS messages")
 	s(&f.NATSURL, "nats-url", "", "NATS server URL(s), separated by commas (turns the NATS JetStream source on)")
@@ -361,25 +363,15 @@ func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error)
 	if f.SQSQueueURL == "" {
 		return nil, nil
 	}
-	region := f.SQSRegion
-	if region == "" {
-		region = se.getenv("AWS_REGION")
+	cfg, err := sqsConfig(f, se.getenv)
+	if err != nil {
+		return nil, err
 	}
-	id, secret := se.getenv("AWS_ACCESS_KEY_ID"), se.getenv("AWS_SECRET_ACCESS_KEY")
-	switch {
-	case region == "":
-		return nil, errors.New("--sqs-region (or AWS_REGION) is required with --sqs-queue-url")
-	case id == "" || secret == "":
-		return nil, errors.New("the SQS source needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
-	}
-	opts := awssqs.Options{Region: region, Credentials: aws.NewCredentialsCache(aws.CredentialsProviderFunc(
-		func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: se.getenv("AWS_SESSION_TOKEN")}, nil
-		}))}
+	var opts []func(*awssqs.Options)
 	if f.SQSEndpoint != "" {
-		opts.BaseEndpoint = aws.String(f.SQSEndpoint)
+		opts = append(opts, func(o *awssqs.Options) { o.BaseEndpoint = aws.String(f.SQSEndpoint) })
 	}
-	cl := awssqs.New(opts)
+	cl := awssqs.NewFromConfig(cfg, opts...)
 	var key sqs.KeyFunc
 	switch {
 	case f.SQSKey == "dedup-id":
@@ -540,4 +532,38 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), s.scope, s.name, part)
 		}
 	}
+}
+
+// sqsConfig loads the AWS configuration the way the AWS CLI and SDKs do:
+// the region from --sqs-region, AWS_REGION or the shared config profile,
+// and credentials from the SDK's default chain (environment keys, the shared
+// credentials and config files with AWS_PROFILE, SSO, web identity as on
+// EKS, the ECS container or EC2 instance role). Keys in txinbox's own
+// environment are used first, so they win over a profile.
+func sqsConfig(f *sourceFlags, getenv func(string) string) (aws.Config, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	region := f.SQSRegion
+	if region == "" {
+		region = getenv("AWS_REGION")
+	}
+	if region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
+	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" || secret != "" {
+		if id == "" || secret == "" {
+			return aws.Config{}, errors.New("the SQS source needs both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither (then the shared files or a role)")
+		}
+		opts = append(opts, awsconfig.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))))
+	}
+	// Loading reads files only: credentials are fetched on the first call
+	// (serve's retention check at start), so a missing role fails there.
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("the SQS source's AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errors.New("--sqs-region (or AWS_REGION, or a region in the shared config profile) is required with --sqs-queue-url")
+	}
+	return cfg, nil
 }

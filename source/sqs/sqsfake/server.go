@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -47,11 +48,12 @@ type Server struct {
 	changed chan struct{}
 	faults  map[string]int
 	seq     int64
+	signers map[string]bool
 }
 
 // NewServer starts a fake on a loopback port.
 func NewServer() *Server {
-	s := &Server{now: time.Now, queues: map[string]*queue{}, changed: make(chan struct{}), faults: map[string]int{}}
+	s := &Server{now: time.Now, queues: map[string]*queue{}, changed: make(chan struct{}), faults: map[string]int{}, signers: map[string]bool{}}
 	s.http = httptest.NewServer(s)
 	return s
 }
@@ -77,6 +79,37 @@ func (s *Server) FailNext(action string, n int) {
 	s.faults[action] += n
 }
 
+// Signers lists, sorted, the access key ids and regions that signed the
+// requests so far, as "KEY/REGION" from each SigV4 credential scope: which
+// credentials and region a client picked up. Signatures are not verified.
+func (s *Server) Signers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.signers))
+	for k := range s.signers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recordSigner notes the access key id and region of a request's SigV4
+// Authorization header (Credential=KEY/DATE/REGION/SERVICE/aws4_request).
+func (s *Server) recordSigner(r *http.Request) {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	parts := strings.Split(cred, "/")
+	if len(parts) < 3 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signers[parts[0]+"/"+parts[2]] = true
+}
+
 // apiError is an SQS error response.
 type apiError struct {
 	status int
@@ -95,6 +128,7 @@ const targetPrefix = "AmazonSQS."
 
 // ServeHTTP answers one JSON-protocol request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.recordSigner(r)
 	action, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
 	var out any
 	var err error
