@@ -2,9 +2,11 @@ package edi
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/quick"
 
 	"github.com/txinbox/txinbox/edi/ebms"
@@ -159,5 +161,36 @@ func TestKeysAllOrNothing(t *testing.T) {
 	var se *edifact.SyntaxError
 	if keys != nil || !errors.As(err, &se) || se.Segment != "UNZ" || se.Offset != int64(3*len(good)-len("UNZ+2+2'")) {
 		t.Errorf("Keys = %v, %v; want no keys and the UNZ error of the third interchange", keys, err)
+	}
+}
+
+// failOnce fails its first read and then reports the end of the input: a
+// reader whose error is easy to lose.
+type failOnce struct{ err error }
+
+func (f *failOnce) Read([]byte) (int, error) {
+	if err := f.err; err != nil {
+		f.err = nil
+		return 0, err
+	}
+	return 0, io.EOF
+}
+
+// TestKeysReadError: a read error is returned, never taken for the end of
+// the input, both inside the sniff window and after it.
+func TestKeysReadError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("disk on fire")
+	unb := "UNA:+.? 'UNB+UNOC:3+SENDER:14+RECEIVER:14+200101:1200+REF1'UNH+1+INVOIC:D:96A:UN'"
+	for name, r := range map[string]io.Reader{
+		"in the sniff window": io.MultiReader(strings.NewReader(unb), iotest.ErrReader(boom)),
+		"once, in the window": io.MultiReader(strings.NewReader(unb), &failOnce{boom}),
+		"empty but failing":   &failOnce{boom},
+		"after it":            io.MultiReader(strings.NewReader(unb+strings.Repeat("FTX+AAI+++padding'", 8000)), iotest.ErrReader(boom)),
+		"x12 after it":        io.MultiReader(strings.NewReader("ISA*00*          *00*          *ZZ*SENDER         *ZZ*RECEIVER       *200101*1200*^*00501*000000001*0*P*:~GS*IN*S*R*20200101*1200*1*X*005010~ST*810*0001~"+strings.Repeat("N1*ST*padding~", 8000)), iotest.ErrReader(boom)),
+	} {
+		if _, err := Keys(r); !errors.Is(err, boom) {
+			t.Errorf("%s: Keys = %v, want the read error", name, err)
+		}
 	}
 }

@@ -47,7 +47,12 @@ func AS4Key(m *ebms.Message) Key {
 // errors (*ebms.SignalError for a receipt, error or pull request signal).
 func Keys(r io.Reader) ([]Key, error) {
 	br := bufio.NewReaderSize(r, sniffWindow)
-	window, _ := br.Peek(sniffWindow)
+	window, err := br.Peek(sniffWindow)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		// bufio hands a read error out once: the parser after the sniff
+		// would take the input as ending here.
+		return nil, fmt.Errorf("edi: reading the input: %w", err)
+	}
 	switch f := sniff(window); f {
 	case KindEDIFACT:
 		return edifactKeys(br)

@@ -43,7 +43,11 @@ func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, nil, ExitUsage
 	}
-	db, err := openDB(ctx, f.db, 2)
+	if f.limit < 1 {
+		fmt.Fprintf(env.Stderr, "txinbox %s: --limit must be at least 1, got %d\n", name, f.limit)
+		return nil, nil, nil, ExitUsage
+	}
+	db, err := openMigrated(ctx, f.db, 2)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
 		return nil, nil, nil, ExitUsage

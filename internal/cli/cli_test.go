@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,10 +152,21 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 }
 
 func TestBadDatabaseFlags(t *testing.T) {
+	dir := t.TempDir()
+	missing, blank := filepath.Join(dir, "missing.db"), filepath.Join(dir, "blank.db")
+	if err := os.WriteFile(blank, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		// The admin commands never create a database by a typo.
+		{[]string{"status", "--db", missing}, "no such file or directory (create the inbox with txinbox migrate"},
+		{[]string{"purge", "--dry-run", "--db", missing}, "no such file"},
+		{[]string{"dlq", "list", "--db", dir}, "is a directory"},
+		{[]string{"inspect", "--db", blank, "--scope", "s", "a"}, "has no txinbox tables"},
+		{[]string{"drift", "list", "--db", blank, "--limit", "0"}, "--limit must be at least 1"},
 		{[]string{"migrate"}, "--db is required"},
 		{[]string{"migrate", "--db", "x.db", "--schema", "s"}, "--schema applies to PostgreSQL only"},
 		{[]string{"migrate", "--db", "x.db", "--table-prefix", "Bad-Prefix"}, "TablePrefix"},
@@ -165,6 +177,9 @@ func TestBadDatabaseFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "secret") {
 			t.Errorf("%v: code %d, stderr %q, want %q", tc.args, code, errs, tc.want)
 		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("an admin command created %s: %v", missing, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -156,6 +157,43 @@ func (db *inboxDB) ping(ctx context.Context) error {
 		return db.pg.Pool().Ping(ctx)
 	}
 	return db.lite.DB().PingContext(ctx)
+}
+
+// openMigrated opens the database like openDB for a command that only reads
+// or maintains an existing inbox (status, inspect, dlq, purge, ...): a SQLite
+// file that does not exist is an error rather than a new empty database, and
+// tables that were never migrated are named as such.
+func openMigrated(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
+	if f.url != "" && !isPostgresURL(f.url) {
+		path := strings.TrimPrefix(strings.TrimPrefix(f.url, "sqlite://"), "file:")
+		if st, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--db: %w (create the inbox with txinbox migrate --db %s)", err, path)
+		} else if st.IsDir() {
+			return nil, fmt.Errorf("--db: %s is a directory, not a SQLite file", path)
+		}
+	}
+	db, err := openDB(ctx, f, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	migrations := db.migrationsTable()
+	var n int64
+	if err := db.query(ctx, "SELECT count(*) FROM "+migrations, nil, []any{&n}, func() error { return nil }); err != nil || n == 0 {
+		db.close()
+		if err == nil {
+			err = errors.New("no migration applied")
+		}
+		return nil, fmt.Errorf("%s has no txinbox tables (%s: %v): run txinbox migrate first, or give the --schema and --table-prefix they were migrated with", db.where, migrations, err)
+	}
+	return db, nil
+}
+
+// migrationsTable is the quoted name of the migrations table.
+func (db *inboxDB) migrationsTable() string {
+	if db.pg != nil {
+		return db.pg.Tables().Migrations
+	}
+	return db.lite.Tables().Migrations
 }
 
 // outboxTable is the quoted name of the outbox table.

@@ -39,7 +39,7 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "txinbox purge: --older-than:", err)
 		return ExitUsage
 	}
-	db, err := openDB(ctx, dbf, 2)
+	db, err := openMigrated(ctx, dbf, 2)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox purge:", err)
 		return ExitUsage
