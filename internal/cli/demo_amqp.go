@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/url"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
@@ -133,7 +132,7 @@ func consumeAMQP[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[T
 	}
 	consumer, err := amqp.New(d, amqp.Config[TTx]{
 		URL: u, Queue: queue, Key: key,
-		Inbox: queueInboxConfig(c, exec), Logger: slog.New(slog.DiscardHandler),
+		Inbox: queueInboxConfig(c, exec), Logger: c.log,
 	})
 	if err != nil {
 		return err

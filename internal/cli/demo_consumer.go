@@ -102,6 +102,9 @@ type demoConsumer struct {
 	sabotage string
 	handled  int // handler calls, for the after-effect crash point
 	acked    int // committed messages, for the after-commit crash point
+	// log goes to the child's stderr, which the parent keeps the tail of
+	// and prints when the child fails or the demo stalls.
+	log *slog.Logger
 }
 
 func (c *demoConsumer) reply(r demoReply) {

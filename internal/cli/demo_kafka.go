@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -161,7 +160,7 @@ func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[
 		// times out): the rebalance timeout stays below the session.
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(demoKafkaSession), kgo.HeartbeatInterval(demoKafkaSession / 10),
 			kgo.RebalanceTimeout(demoKafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: c.log,
 	})
 	if err != nil {
 		return err

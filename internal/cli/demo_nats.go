@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -162,7 +161,7 @@ func consumeNATS[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[T
 	}
 	consumer, err := jetstream.New(d, jetstream.Config[TTx]{
 		URL: url, Stream: stream, Consumer: demoScope, Key: key, AckWait: demoAckWait,
-		Inbox: queueInboxConfig(c, exec), Logger: slog.New(slog.DiscardHandler),
+		Inbox: queueInboxConfig(c, exec), Logger: c.log,
 	})
 	if err != nil {
 		return err

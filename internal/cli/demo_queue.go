@@ -233,7 +233,7 @@ func (d *queueDemo) runConsumer(ctx context.Context, left int) error {
 		killAt = d.acked + after
 	}
 	watchErr := d.watch(ctx, ch, killAt, kill)
-	waitErr := ch.cmd.Wait()
+	waitErr := waitChild(ch, demoStallTimeout)
 	if watchErr != nil {
 		return watchErr
 	}
@@ -243,6 +243,26 @@ func (d *queueDemo) runConsumer(ctx context.Context, left int) error {
 	return nil
 }
 
+// waitChild waits for a child that was killed or asked to leave; one still
+// running after limit is killed and reported with its log.
+func waitChild(ch *queueChild, limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- ch.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		ch.cmd.Process.Kill() //nolint:errcheck // it may be gone already
+		<-done
+		ch.killed = false // not a planned crash: report it
+		return fmt.Errorf("did not exit within %s of being asked to leave", limit)
+	}
+}
+
+// demoStallTimeout is how long a consumer may report nothing while the
+// broker holds messages before the demo gives up with its log.
+var demoStallTimeout = 90 * time.Second
+
 // watch follows a child's replies and the broker's pending count. A
 // random-moment crash is armed once killAt outcomes were reported and
 // fires a random fraction of a few milliseconds later.
@@ -251,12 +271,14 @@ func (d *queueDemo) watch(ctx context.Context, ch *queueChild, killAt int, kill 
 	check := time.NewTicker(50 * time.Millisecond)
 	defer check.Stop()
 	defer ch.stdin.Close()
+	lastReply := time.Now()
 	for {
 		select {
 		case r, ok := <-ch.replies:
 			if !ok {
 				return nil // the child exited
 			}
+			lastReply = time.Now()
 			if r.At != "" {
 				kill(r.At)
 				continue
@@ -271,6 +293,14 @@ func (d *queueDemo) watch(ctx context.Context, ch *queueChild, killAt int, kill 
 			d.progress()
 			if done, err := d.finished(ctx, killAt, kill); done || err != nil {
 				return err
+			}
+			if stalled := time.Since(lastReply); stalled > demoStallTimeout {
+				// Messages are pending and the consumer reports nothing:
+				// say so with its log instead of waiting for ever.
+				ch.cmd.Process.Kill() //nolint:errcheck // it may be gone already
+				left, _, _ := d.b.pending(ctx)
+				return fmt.Errorf("no progress for %s: %s still holds %d messages and the consumer handled none; its log:\n%s",
+					stalled.Round(time.Second), d.b.where(), left, ch.stderr.String())
 			}
 		case <-ctx.Done():
 			kill("interrupted")
@@ -353,7 +383,8 @@ func runQueueChild(ctx context.Context, env *Env, f *queueChildFlags, name strin
 		return ExitFailure
 	}
 	defer db.close()
-	c := &demoConsumer{out: json.NewEncoder(env.Stdout), point: f.point, after: f.after, sabotage: f.sabotage}
+	c := &demoConsumer{out: json.NewEncoder(env.Stdout), point: f.point, after: f.after, sabotage: f.sabotage,
+		log: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -371,7 +402,7 @@ func runQueueChild(ctx context.Context, env *Env, f *queueChildFlags, name strin
 // invoice handler and the hook that reports outcomes.
 func queueInboxConfig[TTx any](c *demoConsumer, exec txExecFunc[TTx]) txinbox.Config[TTx] {
 	return txinbox.Config[TTx]{Scope: demoScope, Handler: queueInvoiceHandler(c, exec),
-		Hooks: []txinbox.Hook{&queueDemoHook{c: c}}, Logger: slog.New(slog.DiscardHandler)}
+		Hooks: []txinbox.Hook{&queueDemoHook{c: c}}, Logger: c.log}
 }
 
 // queueInvoiceHandler applies an InvoiceIssued event: a partner_invoices

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -128,7 +127,7 @@ func consumeSQS[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TT
 	}
 	consumer, err := sqs.New(d, sqs.Config[TTx]{
 		Client: sqsDemoClient(endpoint), QueueURL: queueURL, Key: key, VisibilityTimeout: demoAckWait,
-		Inbox: queueInboxConfig(c, exec), Logger: slog.New(slog.DiscardHandler),
+		Inbox: queueInboxConfig(c, exec), Logger: c.log,
 	})
 	if err != nil {
 		return err
