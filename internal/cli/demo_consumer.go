@@ -104,7 +104,8 @@ type demoConsumer struct {
 	acked    int // committed messages, for the after-commit crash point
 	// log goes to the child's stderr, which the parent keeps the tail of
 	// and prints when the child fails or the demo stalls.
-	log *slog.Logger
+	log    *slog.Logger
+	stderr io.Writer
 }
 
 func (c *demoConsumer) reply(r demoReply) {

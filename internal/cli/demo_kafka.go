@@ -159,7 +159,8 @@ func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[
 		// session timeout (and leaves the join unanswered until the request
 		// times out): the rebalance timeout stays below the session.
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(demoKafkaSession), kgo.HeartbeatInterval(demoKafkaSession / 10),
-			kgo.RebalanceTimeout(demoKafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
+			kgo.RebalanceTimeout(demoKafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond),
+			kgo.WithLogger(kgo.BasicLogger(c.stderr, kgo.LogLevelInfo, nil))},
 		Logger: c.log,
 	})
 	if err != nil {

@@ -384,7 +384,7 @@ func runQueueChild(ctx context.Context, env *Env, f *queueChildFlags, name strin
 	}
 	defer db.close()
 	c := &demoConsumer{out: json.NewEncoder(env.Stdout), point: f.point, after: f.after, sabotage: f.sabotage,
-		log: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		log: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})), stderr: env.Stderr}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

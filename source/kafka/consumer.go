@@ -42,6 +42,9 @@ type Consumer[TTx any] struct {
 	// cancelCommit cancels the offset commit after a poll, if one is in
 	// flight, when a rebalance waits for this member.
 	cancelCommit context.CancelFunc
+	// wakePoll ends the poll in flight, if any, when a commit becomes
+	// pending during it.
+	wakePoll context.CancelFunc
 	// processing is true from a poll's return to its AllowRebalance.
 	processing bool
 
@@ -105,7 +108,7 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 			return nil
 		}
 		fetches.EachError(func(topic string, partition int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				c.cfg.Logger.WarnContext(ctx, "kafka: fetch error", "topic", topic, "partition", partition, "err", err)
 			}
 		})
@@ -132,16 +135,28 @@ func (c *Consumer[TTx]) setProcessing(on bool) {
 const retryCommitEvery = time.Second
 
 // poll polls records; while offset commits are pending it returns after
-// retryCommitEvery even without records, so that they are tried again.
+// retryCommitEvery even without records, so that they are tried again. A
+// commit that becomes pending during the poll (an assignment resumed after
+// the database watermarks, with no record left to fetch) ends it at once:
+// otherwise the offsets would wait for the next record, and an idle topic
+// would show the lag of the crash for ever.
 func (c *Consumer[TTx]) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
+	pctx, wake := context.WithCancel(ctx)
+	defer wake()
 	c.mu.Lock()
 	pending := len(c.pending) > 0
+	c.wakePoll = wake
 	c.mu.Unlock()
-	if !pending {
-		return cl.PollRecords(ctx, c.cfg.MaxPollRecords)
+	defer func() {
+		c.mu.Lock()
+		c.wakePoll = nil
+		c.mu.Unlock()
+	}()
+	if pending {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(pctx, retryCommitEvery)
+		defer cancel()
 	}
-	pctx, cancel := context.WithTimeout(ctx, retryCommitEvery)
-	defer cancel()
 	return cl.PollRecords(pctx, c.cfg.MaxPollRecords)
 }
 

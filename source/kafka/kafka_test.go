@@ -59,6 +59,30 @@ func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
 	}
 }
 
+// TestCrashAfterTheLastCommit SIGKILLs a consumer after the topic's last
+// batch committed in the database and before its offsets reached Kafka. No
+// record is left to fetch, so nothing but the resume itself can commit the
+// offsets up to the watermarks: the next consumer must, while idle (a
+// consumer that waited for new records left the group's lag at the crash).
+func TestCrashAfterTheLastCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newCluster(t), 3)
+	all := ids("last", 300)
+	f.produce(all, 3)
+	ch := f.startChildSpec(childSpec{CrashAfterCommit: len(all)})
+	ch.waitCrashPoint(t, 30*time.Second)
+	ch.kill()
+	f.checkWatermarkAhead(all, 3)
+
+	r := f.start(f.consumerConfig())
+	f.waitCommitted(30 * time.Second)
+	r.stop()
+	f.checkExactlyOnce(all)
+	if st := r.c.Stats(); st.Resumed == 0 || st.Processed != 0 || st.Duplicates != 0 {
+		t.Errorf("after the crash: %+v, want resumed partitions and no record read again", st)
+	}
+}
+
 // checkWatermarkAhead fails unless some partition's database watermark is
 // ahead of its committed offset: the crash hit between the two commits.
 func (f *fixture) checkWatermarkAhead(all []string, partitions int32) {

@@ -42,6 +42,9 @@ func (c *Consumer[TTx]) adjustOffsets(ctx context.Context, offsets map[string]ma
 				// so no batch will commit their offset: commit it now.
 				c.mu.Lock()
 				c.pending[tp] = kgo.EpochOffset{Epoch: -1, Offset: wm + 1}
+				if c.wakePoll != nil {
+					c.wakePoll()
+				}
 				c.mu.Unlock()
 				c.cfg.Logger.InfoContext(ctx, "kafka: resuming after the database watermark",
 					"topic", topic, "partition", p, "committed", committed, "watermark", wm)
