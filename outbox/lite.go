@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txinbox/txinbox/store/sqlitestore"
+	"github.com/txinbox/txinbox/internal/schema"
 )
 
 // Lite is the outbox table of a SQLite inbox database (sqlitestore).
@@ -26,10 +26,19 @@ type Lite struct {
 
 var _ Store = (*Lite)(nil)
 
-// SQLite returns the outbox table of the driver's database. The driver's
-// Migrate creates it. Open the database as sqlitestore.Open does
-// (_txlock=immediate, a busy timeout) when several processes share it.
-func SQLite(d *sqlitestore.Driver) *Lite {
+// SQLiteDatabase is the inbox database SQLite needs: a *sqlitestore.Driver.
+// It is an interface only so that this package does not link the SQLite
+// engine into programs that use PostgreSQL.
+type SQLiteDatabase interface {
+	DB() *sql.DB
+	Tables() schema.Tables
+}
+
+// SQLite returns the outbox table of the driver's database (a
+// *sqlitestore.Driver). The driver's Migrate creates it. Open the database
+// as sqlitestore.Open does (_txlock=immediate, a busy timeout) when several
+// processes share it.
+func SQLite(d SQLiteDatabase) *Lite {
 	x := d.Tables().Expand
 	cols := `id, scope, message_id, part, source, topic, key, content_type, headers, payload, created_at, attempts`
 	pending := `sent_at IS NULL AND failed_at IS NULL`
