@@ -102,3 +102,29 @@ type DeadLetterRecord struct {
 	DeadLetterRow
 	DroppedAt time.Time // zero unless dropped
 }
+
+// InboxGauges are the inbox figures a metrics scrape reads.
+type InboxGauges struct {
+	// Rows is the number of inbox rows. On PostgreSQL a table the planner
+	// estimates above GaugeExactBelow rows reports that estimate
+	// (pg_class.reltuples, kept current by autovacuum) instead of
+	// counting; RowsEstimated says so.
+	Rows          int64
+	RowsEstimated bool
+	// Expired counts the rows received before the cutoff: waiting for the
+	// purge. It reads the received_at index only.
+	Expired int64
+	// OldestReceived is the oldest row's received_at; zero when empty.
+	OldestReceived time.Time
+}
+
+// GaugeExactBelow is the estimated size under which InboxGauges counts the
+// PostgreSQL inbox rows exactly.
+const GaugeExactBelow = 100_000
+
+// GaugeReader is the optional interface of a driver whose inbox figures a
+// metrics collector can read on every scrape: its queries use indexes and
+// estimates, never a scan of the whole table.
+type GaugeReader interface {
+	InboxGauges(ctx context.Context, cutoff time.Time) (InboxGauges, error)
+}

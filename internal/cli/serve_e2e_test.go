@@ -327,6 +327,11 @@ effect-sql:
 			t.Errorf("%s = %v, want %v", sample, got, want)
 		}
 	}
+	// The inbox gauges are read at most every 15 s: wait for a fresh one.
+	waitFor(t, "the inbox gauges", func() bool { return p.metric(`txinbox_inbox_rows`) == orders+1 })
+	if exp, lag := p.metric(`txinbox_inbox_expired_rows`), p.metric(`txinbox_inbox_oldest_expired_age_seconds`); exp != 0 || lag != 0 {
+		t.Errorf("expired rows %v, purge lag %v s; want 0 and 0", exp, lag)
+	}
 	code, lines := p.signal(syscall.SIGTERM)
 	if code != 0 || !strings.Contains(strings.Join(lines, "\n"), "stopped") {
 		t.Fatalf("SIGTERM: exit %d, stdout %q:\n%s", code, lines, p.stderr)

@@ -186,6 +186,17 @@ func (o *serveOps) setup() {
 // returned function waits for both to stop.
 func (o *serveOps) start(ctx context.Context, env *Env, logger *slog.Logger, db *inboxDB) (func(), error) {
 	var stops []func()
+	if gr, ok := db.admin.(store.GaugeReader); ok {
+		// Rows past the longest retention wait for the purge whatever
+		// their scope (the all-scope purge round uses it too).
+		longest := o.retention
+		for _, s := range o.scopes {
+			longest = max(longest, s.retention.d)
+		}
+		if err := o.registry.Register(prom.NewInboxCollector(gr, prom.InboxOptions{Retention: longest, Logger: logger})); err != nil {
+			return nil, err
+		}
+	}
 	if o.HTTPListen != "" {
 		ln, err := net.Listen("tcp", o.HTTPListen)
 		if err != nil {

@@ -164,3 +164,28 @@ ORDER BY s.scope
 	})
 	return out, err
 }
+
+// InboxGauges reads the inbox figures for a metrics scrape: the row count
+// (the planner's estimate, summed over the partitions, once it passes
+// store.GaugeExactBelow), the rows received before cutoff and the oldest
+// received_at, both from the received_at index.
+func (d *Driver) InboxGauges(ctx context.Context, cutoff time.Time) (store.InboxGauges, error) {
+	var g store.InboxGauges
+	var oldest *time.Time
+	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT
+		(SELECT coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint FROM pg_class c
+		  WHERE c.oid = $1::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::regclass)),
+		(SELECT count(*) FROM {inbox} WHERE received_at < $2),
+		(SELECT min(received_at) FROM {inbox})`), d.t.Inbox, cutoff).Scan(&g.Rows, &g.Expired, &oldest)
+	if err != nil {
+		return g, err
+	}
+	if oldest != nil {
+		g.OldestReceived = *oldest
+	}
+	g.RowsEstimated = g.Rows >= store.GaugeExactBelow
+	if !g.RowsEstimated {
+		err = d.pool.QueryRow(ctx, d.t.Expand(`SELECT count(*) FROM {inbox}`)).Scan(&g.Rows)
+	}
+	return g, err
+}

@@ -258,3 +258,18 @@ ORDER BY s.scope
 	}
 	return out, rows.Err()
 }
+
+// InboxGauges reads the inbox figures for a metrics scrape: the exact row
+// count, the rows received before cutoff and the oldest received_at (both
+// from the received_at index).
+func (d *Driver) InboxGauges(ctx context.Context, cutoff time.Time) (store.InboxGauges, error) {
+	var g store.InboxGauges
+	var oldest sql.NullString
+	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT (SELECT count(*) FROM {inbox}),
+		(SELECT count(*) FROM {inbox} WHERE received_at < ?), (SELECT min(received_at) FROM {inbox})`),
+		formatTime(cutoff)).Scan(&g.Rows, &g.Expired, &oldest)
+	if err == nil && oldest.Valid {
+		g.OldestReceived, err = parseTime(oldest.String)
+	}
+	return g, err
+}

@@ -152,6 +152,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"PurgeExpiredInBoundedBatches", testPurge[TTx]},
 		{"InspectForgetDrop", testInspectForgetDrop[TTx]},
 		{"ScopeStats", testScopeStats[TTx]},
+		{"InboxGauges", testInboxGauges[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 	}
 	for _, tc := range tests {
@@ -723,5 +724,32 @@ func testScopeStats[TTx any](f *fixture[TTx]) {
 	if e.Inbox != 2 || e.Expired != 1 || e.Attempts != 1 || e.Drift != 1 || e.DeadLetters != 0 ||
 		e.OldestInbox.After(time.Now().Add(-39*24*time.Hour)) {
 		f.t.Errorf("%s = %+v", scope, e)
+	}
+}
+
+// testInboxGauges: the scrape figures count the rows, those received before
+// the cutoff and the oldest, across scopes.
+func testInboxGauges[TTx any](f *fixture[TTx]) {
+	gr, ok := f.d.(store.GaugeReader)
+	if !ok {
+		f.t.Skip("the driver has no InboxGauges")
+	}
+	empty, err := gr.InboxGauges(f.ctx, time.Now())
+	if err != nil || empty.Rows != 0 || empty.Expired != 0 || !empty.OldestReceived.IsZero() {
+		f.t.Fatalf("InboxGauges of an empty inbox = %+v, %v", empty, err)
+	}
+	p := f.processor(txinbox.Config[TTx]{}, nil)
+	oldest := time.Now().Add(-50 * 24 * time.Hour).UTC().Truncate(time.Millisecond)
+	a, b := msg("a", "x"), msg("b", "x")
+	a.ReceivedAt, b.ReceivedAt = oldest, oldest.Add(time.Hour)
+	other := msg("c", "x")
+	other.Scope = "billing"
+	f.process(p, a, b, msg("d", "x"), other)
+	g, err := gr.InboxGauges(f.ctx, time.Now().Add(-30*24*time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if g.Rows != 4 || g.RowsEstimated || g.Expired != 2 || !g.OldestReceived.Equal(oldest) {
+		f.t.Errorf("InboxGauges = %+v, want 4 rows counted, 2 expired, oldest %s", g, oldest)
 	}
 }
