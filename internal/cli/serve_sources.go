@@ -341,7 +341,8 @@ func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 		return nil, fmt.Errorf("amqp source: %w", err)
 	}
 	window := horizon{source: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), d: f.amqpWindow, figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
-	return &serveSource{name: "amqp", scope: f.AMQPScope, run: c.Run, close: func() {},
+	depth := &amqpDepth{url: f.AMQPURL, queue: f.AMQPQueue}
+	return &serveSource{name: "amqp", scope: f.AMQPScope, run: c.Run, close: depth.close, lag: depth.lag,
 		ready: func(context.Context) error {
 			if !c.Connected() {
 				return errors.New("not connected")
@@ -500,7 +501,7 @@ func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, fu
 // messages a source has not delivered or committed yet, read from the
 // broker at each scrape (Kafka: end offset minus the group's committed
 // offset per partition; SQS: ApproximateNumberOfMessages; NATS: the
-// consumer's NumPending). RabbitMQ reports none.
+// consumer's NumPending; RabbitMQ: the queue's ready messages).
 type lagCollector struct {
 	desc *prometheus.Desc
 	srcs []*serveSource
