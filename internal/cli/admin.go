@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,9 +57,11 @@ func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra
 }
 
 func runStatus(ctx context.Context, env *Env, args []string) int {
-	var retention string
+	var retention, scopeRetention string
 	f, db, _, code := parseAdmin(ctx, env, "status", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&retention, "retention", "30d", "rows received longer ago than this count as expired (waiting for the purge)")
+		fs.StringVar(&scopeRetention, "scope-retention", "",
+			"retentions of scopes that differ from --retention, as SCOPE=DURATION,... (e.g. as4=90d,kafka=45d, as serve's --as4-retention ...)")
 	})
 	if code != ExitOK {
 		return code
@@ -69,11 +72,15 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "txinbox status: --retention:", err)
 		return ExitUsage
 	}
-	cutoff := time.Now().Add(-keep)
+	perScope, err := parseScopeRetentions(scopeRetention)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox status: --scope-retention:", err)
+		return ExitUsage
+	}
 	s, err := db.admin.Stats(ctx)
 	var scopes []store.ScopeStats
 	if err == nil {
-		scopes, err = db.admin.ScopeStats(ctx, cutoff)
+		scopes, err = scopeStats(ctx, db.admin, keep, perScope)
 	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox status: %s: %v (did you run txinbox migrate?)\n", db.where, err)
@@ -83,8 +90,14 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	if f.scope != "" {
 		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != f.scope })
 	}
+	retentionOf := func(scope string) string {
+		if d, ok := perScope[scope]; ok {
+			return formatDays(d)
+		}
+		return retention
+	}
 	if f.json {
-		return printStatusJSON(env, db, s, scopes, retention, outboxJSON(ob, obErr))
+		return printStatusJSON(env, db, s, scopes, retention, retentionOf, outboxJSON(ob, obErr))
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
@@ -96,22 +109,79 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	fmt.Fprintf(w, "dead letters\t%d\n", s.DeadLetters)
 	fmt.Fprintf(w, "drift records\t%d\n", s.Drift)
 	printOutboxStatus(w, ob, obErr)
-	fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retention)
+	if len(perScope) == 0 {
+		fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retention)
+	} else {
+		fmt.Fprintf(w, "\nSCOPE\tINBOX\tRETENTION\tEXPIRED\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n")
+	}
 	for _, x := range scopes {
 		oldest := "-"
 		if !x.OldestInbox.IsZero() {
 			oldest = x.OldestInbox.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%d\n", x.Scope, x.Inbox, x.Expired, oldest, x.Attempts, x.DeadLetters, x.Drift)
+		ret := ""
+		if len(perScope) > 0 {
+			ret = retentionOf(x.Scope) + "\t"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s%d\t%s\t%d\t%d\t%d\n", x.Scope, x.Inbox, ret, x.Expired, oldest, x.Attempts, x.DeadLetters, x.Drift)
 	}
 	w.Flush()
 	return ExitOK
 }
 
-func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string, ob any) int {
+// parseScopeRetentions parses SCOPE=DURATION,... ("" is none).
+func parseScopeRetentions(v string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		scope, dur, ok := strings.Cut(item, "=")
+		if !ok || scope == "" {
+			return nil, fmt.Errorf("%q is not SCOPE=DURATION", item)
+		}
+		d, err := parseRetention(dur)
+		if err != nil {
+			return nil, fmt.Errorf("scope %q: %w", scope, err)
+		}
+		out[scope] = d
+	}
+	return out, nil
+}
+
+// scopeStats counts per scope, each scope's expired rows against its own
+// retention: one ScopeStats pass per distinct retention.
+func scopeStats(ctx context.Context, admin store.Admin, def time.Duration, perScope map[string]time.Duration) ([]store.ScopeStats, error) {
+	now := time.Now()
+	out, err := admin.ScopeStats(ctx, now.Add(-def))
+	if err != nil || len(perScope) == 0 {
+		return out, err
+	}
+	byRetention := map[time.Duration][]store.ScopeStats{def: out}
+	for i, x := range out {
+		d, ok := perScope[x.Scope]
+		if !ok || d == def {
+			continue
+		}
+		if _, done := byRetention[d]; !done {
+			if byRetention[d], err = admin.ScopeStats(ctx, now.Add(-d)); err != nil {
+				return nil, err
+			}
+		}
+		for _, y := range byRetention[d] {
+			if y.Scope == x.Scope {
+				out[i].Expired = y.Expired
+			}
+		}
+	}
+	return out, nil
+}
+
+func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string, retentionOf func(string) string, ob any) int {
 	per := make([]map[string]any, len(scopes))
 	for i, x := range scopes {
-		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
+		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "retention": retentionOf(x.Scope), "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
 			"failing": x.Attempts, "dead_letters": x.DeadLetters, "drift": x.Drift}
 	}
 	json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout

@@ -222,3 +222,54 @@ func TestPurgeCommand(t *testing.T) {
 		t.Errorf("bad --older-than: %d %q", code, errs)
 	}
 }
+
+// TestStatusScopeRetention: each scope's expired rows count against its own
+// retention when --scope-retention names it.
+func TestStatusScopeRetention(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "inbox.db")
+	d, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	forty := time.Now().Add(-40 * 24 * time.Hour)
+	for _, scope := range []string{"as4", "kafka"} {
+		p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: scope,
+			Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Process(ctx, []*txinbox.Message{{ID: "old", ReceivedAt: forty}, {ID: "new"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	out, errs, code := run(t, "status", "--db", db, "--json", "--scope-retention", "as4=90d")
+	var st struct {
+		Scopes []struct {
+			Scope, Retention string
+			Expired          int
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Scopes) != 2 {
+		t.Fatalf("status: %d %q %q", code, out, errs)
+	}
+	for _, x := range st.Scopes {
+		want := map[string]struct {
+			ret     string
+			expired int
+		}{"as4": {"90d", 0}, "kafka": {"30d", 1}}[x.Scope]
+		if x.Retention != want.ret || x.Expired != want.expired {
+			t.Errorf("scope %s: retention %s, %d expired; want %s and %d", x.Scope, x.Retention, x.Expired, want.ret, want.expired)
+		}
+	}
+	if out, _, code := run(t, "status", "--db", db, "--scope-retention", "as4=90d"); code != 0 || !strings.Contains(out, "RETENTION") {
+		t.Errorf("status table: %d %q", code, out)
+	}
+	if _, errs, code := run(t, "status", "--db", db, "--scope-retention", "as4"); code != cli.ExitUsage || !strings.Contains(errs, `"as4" is not SCOPE=DURATION`) {
+		t.Errorf("bad --scope-retention: %d %q", code, errs)
+	}
+}
