@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime/debug"
+	"time"
 
 	"github.com/txinbox/txinbox/store"
 )
@@ -48,6 +49,12 @@ type batch struct {
 	items   []*item
 	repeats []*repeat
 	noID    []*noIDMessage
+
+	// handlerTime sums the time spent in handlers over every transaction
+	// attempt; commitTime is the COMMIT round trip of the last attempt
+	// (zero if it did not reach its commit). They feed BatchInfo.
+	handlerTime time.Duration
+	commitTime  time.Duration
 }
 
 func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
@@ -89,6 +96,7 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 
 // reset forgets the outcomes of a transaction that did not commit.
 func (b *batch) reset() {
+	b.commitTime = 0
 	for _, it := range b.items {
 		it.res, it.stored, it.failed, it.excluded = Result{}, nil, false, false
 	}

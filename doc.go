@@ -50,6 +50,8 @@ first committed, or runs if the first rolled back.
 # Hooks
 
 Metrics and tracing plug in through small interfaces (OutcomeHook,
-BatchHook, BatchStartHook) in Config.Hooks; logging goes to Config.Logger.
+BatchHook, BatchStartHook, AckHook) in Config.Hooks; logging goes to
+Config.Logger. Sources report their acknowledgements to the broker through
+Processor.ReportAck.
 */
 package txinbox

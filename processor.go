@@ -23,6 +23,7 @@ type Processor[TTx any] struct {
 	outcomeHooks []OutcomeHook
 	batchHooks   []BatchHook
 	startHooks   []BatchStartHook
+	ackHooks     []AckHook
 
 	batcherOnce sync.Once
 	reqs        chan *submitRequest
@@ -56,6 +57,9 @@ func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processo
 		}
 		if sh, ok := h.(BatchStartHook); ok {
 			p.startHooks, used = append(p.startHooks, sh), true
+		}
+		if ah, ok := h.(AckHook); ok {
+			p.ackHooks, used = append(p.ackHooks, ah), true
 		}
 		if !used {
 			return nil, &ConfigError{fmt.Sprintf("Hooks[%d]", i), fmt.Sprintf("%T implements no hook interface", h)}
@@ -163,6 +167,7 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 		p.cfg.Logger.DebugContext(ctx, "txinbox: retrying batch after a transient database error", "err", err)
 	}
 	info.Duration, info.Err = time.Since(start), err
+	info.HandlerDuration, info.CommitDuration = b.handlerTime, b.commitTime
 	if err == nil {
 		p.afterCommit(ctx, b)
 		b.fill(results)
@@ -179,6 +184,23 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 		}
 	}
 	return nil
+}
+
+// ReportAck tells the configured AckHooks that a source acknowledged
+// messages to its broker (see AckInfo). The sources of this module call it
+// after each ack; call it from a source of your own the same way. An empty
+// info.Scope is the processor's Config.Scope. It does nothing when no hook
+// implements AckHook.
+func (p *Processor[TTx]) ReportAck(ctx context.Context, info AckInfo) {
+	if len(p.ackHooks) == 0 {
+		return
+	}
+	if info.Scope == "" {
+		info.Scope = p.cfg.Scope
+	}
+	for _, h := range p.ackHooks {
+		h.OnAck(ctx, info)
+	}
 }
 
 // afterCommit records the failed attempts in their own transaction, so

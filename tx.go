@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
 	"github.com/txinbox/txinbox/store"
 )
@@ -45,7 +46,11 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	if err := p.recordDrift(ctx, tx, drift); err != nil {
 		return err
 	}
+	handlerStart := time.Now()
 	culprit, herr := p.runOptimistic(ctx, tx, fresh)
+	if len(fresh) > 0 {
+		b.handlerTime += time.Since(handlerStart)
+	}
 	if herr == nil {
 		for _, it := range fresh {
 			it.res = Result{Outcome: Processed}
@@ -113,7 +118,7 @@ func (p *Processor[TTx]) runWithSavepoints(ctx context.Context, b *batch) error 
 				continue
 			}
 		}
-		failed, err := p.runOne(ctx, tx, it)
+		failed, err := p.runOne(ctx, tx, b, it)
 		if err != nil {
 			return err
 		}
@@ -126,7 +131,7 @@ func (p *Processor[TTx]) runWithSavepoints(ctx context.Context, b *batch) error 
 
 // runOne claims and runs one message under a savepoint. It reports whether
 // the handler failed; err is a database error that ends the transaction.
-func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], it *item) (failed bool, err error) {
+func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch, it *item) (failed bool, err error) {
 	if err := tx.Savepoint(ctx); err != nil {
 		return false, err
 	}
@@ -140,7 +145,10 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], it *item)
 		}
 	}
 	if claims[0].Status == store.ClaimNew {
-		if herr := p.callHandler(ctx, tx.Tx(), []*Message{it.msg}); herr != nil {
+		handlerStart := time.Now()
+		herr := p.callHandler(ctx, tx.Tx(), []*Message{it.msg})
+		b.handlerTime += time.Since(handlerStart)
+		if herr != nil {
 			if err := tx.RollbackToSavepoint(ctx); err != nil {
 				return false, errors.Join(err, herr)
 			}
@@ -212,7 +220,10 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	commitStart := time.Now()
+	err := tx.Commit(ctx)
+	b.commitTime = time.Since(commitStart)
+	return err
 }
 
 // resetClassification forgets what the rolled-back optimistic pass found;

@@ -1,11 +1,13 @@
 // Package otel traces txinbox's batch transactions with OpenTelemetry: plug
 // a *Tracer into txinbox.Config.Hooks. Each batch is a span
-// "txinbox.batch" (size, new messages, whether it was redone, its error),
-// and each message's outcome an event on it. Off unless configured.
+// "txinbox.batch" (size, new messages, whether it was redone, the time in
+// the handlers and in the COMMIT, its error), and each message's outcome an
+// event on it. Off unless configured.
 package otel
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -46,11 +48,17 @@ func (t *Tracer) OnBatchStart(ctx context.Context, size int) (context.Context, f
 	}
 }
 
-// OnBatch adds what the batch came to.
+// OnBatch adds what the batch came to, with the time spent in its handlers
+// and its COMMIT as float milliseconds (txinbox.batch.handler_ms,
+// txinbox.batch.commit_ms).
 func (t *Tracer) OnBatch(ctx context.Context, info txinbox.BatchInfo) {
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("txinbox.batch.new", info.New),
-		attribute.Bool("txinbox.batch.redone", info.Redone), attribute.Int("txinbox.batch.transient_retries", info.Transient))
+		attribute.Bool("txinbox.batch.redone", info.Redone), attribute.Int("txinbox.batch.transient_retries", info.Transient),
+		attribute.Float64("txinbox.batch.handler_ms", milliseconds(info.HandlerDuration)),
+		attribute.Float64("txinbox.batch.commit_ms", milliseconds(info.CommitDuration)))
 }
+
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // OnOutcome records one message's outcome as an event of the batch span.
 func (t *Tracer) OnOutcome(ctx context.Context, msg *txinbox.Message, res txinbox.Result) {

@@ -56,12 +56,22 @@ func TestBatchSpansWithOutcomes(t *testing.T) {
 		t.Errorf("outcome events = %v", outcomes)
 	}
 	redone := false
+	handlerMS, commitMS := -1.0, -1.0
 	for _, a := range spans[0].Attributes() {
-		if a.Key == "txinbox.batch.redone" {
+		switch a.Key {
+		case "txinbox.batch.redone":
 			redone = a.Value.AsBool()
+		case "txinbox.batch.handler_ms":
+			handlerMS = a.Value.AsFloat64()
+		case "txinbox.batch.commit_ms":
+			commitMS = a.Value.AsFloat64()
 		}
 	}
 	if !redone {
 		t.Error("the batch span does not say it was redone")
+	}
+	// Handlers ran and the batch committed: both took some time.
+	if handlerMS <= 0 || commitMS <= 0 {
+		t.Errorf("txinbox.batch.handler_ms = %v, txinbox.batch.commit_ms = %v; want both > 0 (-1: missing)", handlerMS, commitMS)
 	}
 }

@@ -24,7 +24,7 @@ type Options struct {
 	ConstLabels prometheus.Labels
 }
 
-// Metrics is a txinbox hook (OutcomeHook and BatchHook) and a
+// Metrics is a txinbox hook (OutcomeHook, BatchHook and AckHook) and a
 // prometheus.Collector.
 type Metrics struct {
 	messages      *prometheus.CounterVec
@@ -32,6 +32,10 @@ type Metrics struct {
 	drift         *prometheus.CounterVec
 	batchSize     prometheus.Histogram
 	batchDuration *prometheus.HistogramVec
+	handlerTime   prometheus.Histogram
+	commitTime    *prometheus.HistogramVec
+	ackDuration   *prometheus.HistogramVec
+	ackedMessages *prometheus.CounterVec
 	redone        prometheus.Counter
 	transient     prometheus.Counter
 	purged        *prometheus.CounterVec
@@ -41,6 +45,7 @@ type Metrics struct {
 var (
 	_ txinbox.OutcomeHook  = (*Metrics)(nil)
 	_ txinbox.BatchHook    = (*Metrics)(nil)
+	_ txinbox.AckHook      = (*Metrics)(nil)
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
@@ -53,6 +58,9 @@ func New(opts Options) *Metrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help, ConstLabels: cl}, labels)
 	}
+	// The batch's own latencies share batch_duration's buckets, 0.5 ms to
+	// about 16 s, so that their series can be compared bucket by bucket.
+	latency := prometheus.ExponentialBuckets(0.0005, 2, 16)
 	return &Metrics{
 		messages: counter("messages_total",
 			"Messages by outcome: processed, duplicate, drift, retry, dead_lettered.", "scope", "source", "outcome"),
@@ -64,7 +72,18 @@ func New(opts Options) *Metrics {
 			Help: "Messages per batch transaction.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000}}),
 		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_duration_seconds", ConstLabels: cl,
 			Help:    "Time from begin to commit (or failure) of a batch transaction, handlers included.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"result"}),
+			Buckets: latency}, []string{"result"}),
+		handlerTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "handler_duration_seconds", ConstLabels: cl,
+			Help:    "Time per batch spent in the handlers, the savepoint redo and transient retries included (batches that ran no handler are not observed).",
+			Buckets: latency}),
+		commitTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "commit_duration_seconds", ConstLabels: cl,
+			Help:    "COMMIT round trip of a batch transaction (batches that never reached their commit are not observed).",
+			Buckets: latency}, []string{"result"}),
+		ackDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "ack_duration_seconds", ConstLabels: cl,
+			Help:    "Time of one acknowledgement to the broker after a commit (ack, delete, offset commit); result ok or failed.",
+			Buckets: latency}, []string{"source", "result"}),
+		ackedMessages: counter("acked_messages_total",
+			"Messages acknowledged to the broker after their commit (failed acks not counted).", "source"),
 		redone: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batches_redone_total", ConstLabels: cl,
 			Help: "Batches redone with savepoints after a handler failed."}),
 		transient: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batch_transient_retries_total", ConstLabels: cl,
@@ -94,10 +113,29 @@ func (m *Metrics) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 	}
 	m.batchSize.Observe(float64(info.Size))
 	m.batchDuration.WithLabelValues(result).Observe(info.Duration.Seconds())
+	if info.HandlerDuration > 0 {
+		m.handlerTime.Observe(info.HandlerDuration.Seconds())
+	}
+	if info.CommitDuration > 0 {
+		m.commitTime.WithLabelValues(result).Observe(info.CommitDuration.Seconds())
+	}
 	if info.Redone {
 		m.redone.Inc()
 	}
 	m.transient.Add(float64(info.Transient))
+}
+
+// OnAck observes one acknowledgement to a broker and counts the messages
+// it covered when it succeeded.
+func (m *Metrics) OnAck(_ context.Context, info txinbox.AckInfo) {
+	result := "ok"
+	if info.Err != nil {
+		result = "failed"
+	}
+	m.ackDuration.WithLabelValues(info.Source, result).Observe(info.Duration.Seconds())
+	if info.Err == nil {
+		m.ackedMessages.WithLabelValues(info.Source).Add(float64(info.Messages))
+	}
 }
 
 // OnPurgeBatch observes one purge batch; pass it as purger.Config.OnBatch.
@@ -112,7 +150,8 @@ func (m *Metrics) OnPurgeBatch(r store.PurgeResult, took time.Duration) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.messages, m.duplicates, m.drift, m.batchSize, m.batchDuration, m.redone, m.transient, m.purged, m.purgeDuration}
+	return []prometheus.Collector{m.messages, m.duplicates, m.drift, m.batchSize, m.batchDuration, m.handlerTime, m.commitTime,
+		m.ackDuration, m.ackedMessages, m.redone, m.transient, m.purged, m.purgeDuration}
 }
 
 // Describe implements prometheus.Collector.

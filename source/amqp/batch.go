@@ -9,6 +9,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // handle processes one batch and settles its deliveries: acks after the
@@ -52,7 +53,10 @@ func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.
 	if held > 0 {
 		return false
 	}
-	if err := s.ch.Ack(batch[len(batch)-1].DeliveryTag, true); err != nil {
+	start := time.Now()
+	err := s.ch.Ack(batch[len(batch)-1].DeliveryTag, true)
+	runner.ReportAck(ctx, c.proc, c.cfg.Queue, len(batch), start, err)
+	if err != nil {
 		c.ackFailed(ctx, in[0], err)
 		return true
 	}
@@ -77,7 +81,10 @@ func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Deliv
 			return
 		}
 	}
-	if err := d.Ack(false); err != nil {
+	start := time.Now()
+	err := d.Ack(false)
+	runner.ReportAck(ctx, c.proc, c.cfg.Queue, 1, start, err)
+	if err != nil {
 		c.ackFailed(ctx, msg, err)
 		return
 	}

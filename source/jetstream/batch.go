@@ -10,6 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // handle processes one batch and settles each message: ack after the
@@ -49,10 +50,10 @@ func (c *Consumer[TTx]) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.M
 		if err = c.publishDeadLetter(ctx, m, msg, res.Err); err != nil {
 			err = m.NakWithDelay(c.cfg.ErrorBackoff(1))
 		} else {
-			err = m.Ack()
+			err = c.ack(ctx, m)
 		}
 	default:
-		err = m.Ack()
+		err = c.ack(ctx, m)
 	}
 	if err != nil {
 		// The connection is down: the message is redelivered after
@@ -62,6 +63,14 @@ func (c *Consumer[TTx]) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.M
 	} else if res.Outcome.Ack() {
 		c.stats.acked.Add(1)
 	}
+}
+
+// ack acks one message and reports it to the inbox's AckHooks.
+func (c *Consumer[TTx]) ack(ctx context.Context, m natsjs.Msg) error {
+	start := time.Now()
+	err := m.Ack()
+	runner.ReportAck(ctx, c.proc, c.cfg.Stream, 1, start, err)
+	return err
 }
 
 // publishDeadLetter copies a dead-lettered message to DeadLetterSubject and

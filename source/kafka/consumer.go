@@ -39,6 +39,9 @@ type Consumer[TTx any] struct {
 	// pending are offsets whose batches committed and whose offset
 	// commit has not succeeded yet.
 	pending map[topicPartition]kgo.EpochOffset
+	// pendingAcked counts the records that each pending offset covers
+	// (since its partition's last successful commit), for AckHooks.
+	pendingAcked map[topicPartition]int
 	// cancelCommit cancels the offset commit after a poll, if one is in
 	// flight, when a rebalance waits for this member.
 	cancelCommit context.CancelFunc

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txinbox/txinbox"
 )
 
 // adjustOffsets runs on assignment, after the group's committed offsets
@@ -125,6 +127,7 @@ func (c *Consumer[TTx]) forget(_ context.Context, cl *kgo.Client, lost map[strin
 			}
 			delete(c.parts, tp)
 			delete(c.pending, tp)
+			delete(c.pendingAcked, tp)
 		}
 	}
 	c.mu.Unlock()
@@ -150,6 +153,10 @@ func (c *Consumer[TTx]) commit(ctx context.Context, cl *kgo.Client, outs []parti
 	for _, o := range outs {
 		if o.commit >= 0 {
 			c.pending[o.tp] = kgo.EpochOffset{Epoch: o.epoch, Offset: o.commit}
+			if c.pendingAcked == nil {
+				c.pendingAcked = map[topicPartition]int{}
+			}
+			c.pendingAcked[o.tp] += o.acked
 		}
 	}
 	offsets := map[string]map[int32]kgo.EpochOffset{}
@@ -195,15 +202,30 @@ func (c *Consumer[TTx]) rebalanceWaits(context.Context, *kgo.Client) {
 }
 
 // commitOffsets commits offsets within ctx and clears the pending ones it
-// committed.
+// committed. It reports the commit to the inbox's AckHooks: one AckInfo
+// for the partitions committed, one for those that failed.
 func (c *Consumer[TTx]) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) {
 	if len(offsets) == 0 {
 		return
 	}
+	var all, committed, failed ackGroup
+	covered := map[topicPartition]int{}
+	c.mu.Lock()
+	for topic, parts := range offsets {
+		for p := range parts {
+			tp := topicPartition{topic, p}
+			covered[tp] = c.pendingAcked[tp]
+			all.add(tp, covered[tp])
+		}
+	}
+	c.mu.Unlock()
+	start := time.Now()
+	var firstErr error
 	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			c.stats.commitErrors.Add(1)
 			c.cfg.Logger.WarnContext(ctx, "kafka: offset commit failed; it is tried again", "err", err)
+			failed, firstErr = all, err
 			return
 		}
 		c.mu.Lock()
@@ -215,7 +237,19 @@ func (c *Consumer[TTx]) commitOffsets(ctx context.Context, cl *kgo.Client, offse
 					c.stats.commitErrors.Add(1)
 					c.cfg.Logger.WarnContext(ctx, "kafka: offset commit failed; it is tried again",
 						"topic", tp.topic, "partition", tp.partition, "err", perr)
+					failed.add(tp, covered[tp])
+					if firstErr == nil {
+						firstErr = fmt.Errorf("partition %s/%d: %w", tp.topic, tp.partition, perr)
+					}
 					continue
+				}
+				committed.add(tp, covered[tp])
+				// Subtract rather than delete: records acked by a commit
+				// that became pending since are not covered by this one.
+				if n := c.pendingAcked[tp] - covered[tp]; n > 0 {
+					c.pendingAcked[tp] = n
+				} else {
+					delete(c.pendingAcked, tp)
 				}
 				if eo, ok := c.pending[tp]; ok && eo.Offset == offsets[tp.topic][tp.partition].Offset {
 					delete(c.pending, tp)
@@ -224,6 +258,41 @@ func (c *Consumer[TTx]) commitOffsets(ctx context.Context, cl *kgo.Client, offse
 		}
 		c.stats.commits.Add(1)
 	})
+	took := time.Since(start)
+	if committed.partitions > 0 {
+		c.proc.ReportAck(ctx, txinbox.AckInfo{Source: committed.source(), Messages: committed.messages, Duration: took})
+	}
+	if failed.partitions > 0 {
+		c.proc.ReportAck(ctx, txinbox.AckInfo{Source: failed.source(), Messages: failed.messages, Duration: took, Err: firstErr})
+	}
+}
+
+// ackGroup sums the partitions of an offset commit that came to the same
+// result, for one txinbox.AckInfo.
+type ackGroup struct {
+	partitions int
+	messages   int
+	topic      string // the first partition's topic
+	mixed      bool   // partitions of more than one topic
+}
+
+func (g *ackGroup) add(tp topicPartition, messages int) {
+	if g.partitions == 0 {
+		g.topic = tp.topic
+	} else if tp.topic != g.topic {
+		g.mixed = true
+	}
+	g.partitions++
+	g.messages += messages
+}
+
+// source is the messages' Message.Source: the topic, or "kafka" when the
+// commit covered several topics.
+func (g *ackGroup) source() string {
+	if g.mixed {
+		return "kafka"
+	}
+	return g.topic
 }
 
 // rewind sets the partitions that stopped short back to their first record

@@ -23,6 +23,9 @@ type partitionOutcome struct {
 	// rewind < 0: the whole batch was acked.
 	rewind int64
 	pause  time.Duration
+	// acked counts the records acked in this poll, whose offsets commit
+	// covers (reported to the inbox's AckHooks).
+	acked int
 }
 
 func (o *partitionOutcome) ackedThrough(r *kgo.Record) {
@@ -39,6 +42,7 @@ func (c *Consumer[TTx]) processPartition(ctx context.Context, cl *kgo.Client, p 
 	if skip := c.knownDuplicates(out.tp, recs); skip > 0 {
 		c.stats.fastPath.Add(int64(skip))
 		out.ackedThrough(recs[skip-1])
+		out.acked += skip
 		recs = recs[skip:]
 	}
 	size := c.batchSize()
@@ -51,6 +55,7 @@ func (c *Consumer[TTx]) processPartition(ctx context.Context, cl *kgo.Client, p 
 		acked, pause := c.processChunk(ctx, cl, out.tp, chunk)
 		if acked > 0 {
 			out.ackedThrough(chunk[acked-1])
+			out.acked += acked
 			c.setWatermark(out.tp, chunk[acked-1].Offset)
 		}
 		if acked < len(chunk) {

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // handle processes one batch, then deletes what may be acked and sets the
@@ -80,7 +82,9 @@ func (c *Consumer[TTx]) delete(ctx context.Context, msgs []types.Message) {
 		for i, m := range chunk {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
 		}
+		start := time.Now()
 		out, err := c.cfg.Client.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: &c.cfg.QueueURL, Entries: entries})
+		c.reportDelete(ctx, chunk, out, start, err)
 		if err != nil {
 			c.stats.deleteErrors.Add(int64(len(chunk)))
 			c.cfg.Logger.WarnContext(ctx, "sqs: DeleteMessageBatch failed; the messages come back as duplicates", "err", err)
@@ -91,6 +95,25 @@ func (c *Consumer[TTx]) delete(ctx context.Context, msgs []types.Message) {
 			c.stats.deleteErrors.Add(1)
 			c.cfg.Logger.WarnContext(ctx, "sqs: a message was not deleted", "code", aws.ToString(f.Code), "err", aws.ToString(f.Message))
 		}
+	}
+}
+
+// reportDelete reports one DeleteMessageBatch to the inbox's AckHooks: the
+// messages deleted, and apart those not deleted, or the whole chunk when
+// the request failed.
+func (c *Consumer[TTx]) reportDelete(ctx context.Context, chunk []types.Message, out *awssqs.DeleteMessageBatchOutput, start time.Time, err error) {
+	if err != nil {
+		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(chunk), start, err)
+		return
+	}
+	if len(out.Successful) > 0 || len(out.Failed) == 0 {
+		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Successful), start, nil)
+	}
+	if len(out.Failed) > 0 {
+		f := out.Failed[0]
+		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Failed), start,
+			fmt.Errorf("sqs: %d of %d messages not deleted (first: %s: %s)", len(out.Failed), len(chunk),
+				aws.ToString(f.Code), aws.ToString(f.Message)))
 	}
 }
 

@@ -1,0 +1,49 @@
+package runner
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+type ackRecorder []txinbox.AckInfo
+
+func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) { *h = append(*h, info) }
+
+func TestReportAckFillsScopeAndDuration(t *testing.T) {
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "i.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	hook := &ackRecorder{}
+	proc, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
+		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := errors.New("connection closed")
+	start := time.Now().Add(-time.Millisecond) // the ack began at least 1 ms ago
+	ReportAck(context.Background(), proc, "invoices", 10, start, nil)
+	ReportAck(context.Background(), proc, "invoices", 3, start, lost)
+	if len(*hook) != 2 {
+		t.Fatalf("hook got %d acks, want 2", len(*hook))
+	}
+	for i, want := range []txinbox.AckInfo{{Scope: "billing", Source: "invoices", Messages: 10},
+		{Scope: "billing", Source: "invoices", Messages: 3, Err: lost}} {
+		got := (*hook)[i]
+		if got.Duration < time.Millisecond {
+			t.Errorf("ack %d: Duration %v, want >= 1ms (time since start)", i, got.Duration)
+		}
+		got.Duration = 0
+		if got != want {
+			t.Errorf("ack %d = %+v, want %+v", i, got, want)
+		}
+	}
+}
