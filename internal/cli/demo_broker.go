@@ -179,6 +179,10 @@ func (b *demoBroker) runConsumer(ctx context.Context) error {
 		killAt = after
 	}
 	sendErr := b.feed(ctx, stdin, replies, killAt, kill)
+	if sendErr != nil && !killed {
+		cmd.Process.Kill() //nolint:errcheck // a stalled consumer: not a planned crash
+		sendErr = fmt.Errorf("%w; the consumer's log:\n%s", sendErr, stderr.String())
+	}
 	waitErr := cmd.Wait()
 	b.requeue()
 	if sendErr != nil {
@@ -204,6 +208,7 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 	defer stdin.Close()
 	progress := time.NewTicker(200 * time.Millisecond)
 	defer progress.Stop()
+	lastReply := time.Now()
 	for {
 		for len(b.pending) > 0 && len(b.inflight) < b.window {
 			if err := b.deliver(w); err != nil {
@@ -222,6 +227,7 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 			if !ok {
 				return nil // the consumer exited
 			}
+			lastReply = time.Now()
 			if r.At != "" {
 				kill(r.At)
 				continue
@@ -234,6 +240,10 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 			kill(crashRandom)
 		case <-progress.C:
 			b.progress()
+			if stalled := time.Since(lastReply); stalled > demoStallTimeout {
+				return fmt.Errorf("no progress for %s: the consumer answered none of %d deliveries",
+					stalled.Round(time.Second), len(b.inflight))
+			}
 		case <-ctx.Done():
 			kill("interrupted")
 			return ctx.Err()
