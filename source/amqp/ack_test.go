@@ -1,28 +1,15 @@
 package amqp_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/amqp"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 )
-
-// ackRecorder is an AckHook that keeps every AckInfo.
-type ackRecorder struct {
-	mu   sync.Mutex
-	acks []txinbox.AckInfo
-}
-
-func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.acks = append(h.acks, info)
-}
 
 // The acks after the commits (multiple-acks of whole batches here) reach
 // the inbox's AckHooks and cover every delivery consumed, each naming the
@@ -36,15 +23,14 @@ func TestAcksReachAckHooks(t *testing.T) {
 		ps = append(ps, amqp091.Publishing{MessageId: fmt.Sprintf("m-%03d", i), Body: []byte("x")})
 	}
 	f.publish(ps...)
-	hook := &ackRecorder{}
+	hook := &runtest.AckRecorder{}
 	cfg := f.config()
 	cfg.Inbox.MaxBatchSize = 25
 	cfg.Inbox.Hooks = []txinbox.Hook{hook}
 	s := f.run(cfg, func(s amqp.Stats) bool { return s.Acked == n })
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
+	acks := hook.Acks()
 	sum, multiple := 0, 0
-	for _, a := range hook.acks {
+	for _, a := range acks {
 		if a.Err != nil || a.Scope != f.b.Queue || a.Source != f.b.Queue || a.Messages < 1 {
 			t.Errorf("ack %+v: want scope and source %s, messages, no error", a, f.b.Queue)
 		}

@@ -3,25 +3,13 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/source/sourcetest"
 )
-
-// ackRecorder is an AckHook that keeps every AckInfo.
-type ackRecorder struct {
-	mu   sync.Mutex
-	acks []txinbox.AckInfo
-}
-
-func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.acks = append(h.acks, info)
-}
 
 // The acks after the commits reach the inbox's AckHooks (through the
 // shared runner): one per message, covering every message consumed, each
@@ -37,17 +25,16 @@ func TestAcksReachAckHooks(t *testing.T) {
 	if err := f.b.Publish(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}
-	hook := &ackRecorder{}
+	hook := &runtest.AckRecorder{}
 	cfg := f.config(insertEffect)
 	cfg.Inbox.Hooks = []txinbox.Hook{hook}
 	s := f.run(cfg, func(s jetstream.Stats) bool { return s.Acked == n })
 	if s.Processed != n {
 		t.Fatalf("stats %+v, want %d processed", s, n)
 	}
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
+	acks := hook.Acks()
 	sum := 0
-	for _, a := range hook.acks {
+	for _, a := range acks {
 		if a.Err != nil || a.Scope != "test" || a.Source != f.b.Stream || a.Messages != 1 || a.Duration <= 0 {
 			t.Errorf("ack %+v: want scope test, source %s, one message, a duration, no error", a, f.b.Stream)
 		}

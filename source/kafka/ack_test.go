@@ -1,8 +1,6 @@
 package kafka_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,19 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 )
-
-// ackRecorder is an AckHook that keeps every AckInfo.
-type ackRecorder struct {
-	mu   sync.Mutex
-	acks []txinbox.AckInfo
-}
-
-func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.acks = append(h.acks, info)
-}
 
 // TestOffsetCommitsReportAcks checks that the offset commits reach the
 // inbox's AckHooks: the committed ones cover every record consumed exactly
@@ -43,7 +30,7 @@ func TestOffsetCommitsReportAcks(t *testing.T) {
 	// the next commit covers them.
 	h := f.c.fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: f.group, Count: 2})
 
-	hook := &ackRecorder{}
+	hook := &runtest.AckRecorder{}
 	cfg := f.consumerConfig()
 	cfg.Inbox.Hooks = []txinbox.Hook{hook}
 	cfg.Inbox.MaxBatchSize = 20
@@ -53,10 +40,9 @@ func TestOffsetCommitsReportAcks(t *testing.T) {
 	r.stop()
 	f.checkExactlyOnce(all)
 
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
+	acks := hook.Acks()
 	committed, failed := 0, 0
-	for _, a := range hook.acks {
+	for _, a := range acks {
 		if a.Scope != f.group || a.Source != f.topic || a.Duration <= 0 || a.Messages < 0 {
 			t.Errorf("ack %+v: want scope %s, source %s, a duration and messages >= 0", a, f.group, f.topic)
 		}
@@ -67,9 +53,9 @@ func TestOffsetCommitsReportAcks(t *testing.T) {
 		committed += a.Messages
 	}
 	if committed != records {
-		t.Errorf("committed acks cover %d messages, want %d (acks %+v)", committed, records, hook.acks)
+		t.Errorf("committed acks cover %d messages, want %d (acks %+v)", committed, records, acks)
 	}
 	if failed == 0 {
-		t.Errorf("no failed ack reported after two failed offset commits (acks %+v)", hook.acks)
+		t.Errorf("no failed ack reported after two failed offset commits (acks %+v)", acks)
 	}
 }

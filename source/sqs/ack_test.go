@@ -1,26 +1,13 @@
 package sqs_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runtest"
 	"github.com/txinbox/txinbox/source/sqs"
 )
-
-// ackRecorder is an AckHook that keeps every AckInfo.
-type ackRecorder struct {
-	mu   sync.Mutex
-	acks []txinbox.AckInfo
-}
-
-func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.acks = append(h.acks, info)
-}
 
 // The DeleteMessageBatch calls after the commits reach the inbox's
 // AckHooks: the successful ones cover every message deleted, a failed one
@@ -33,7 +20,7 @@ func TestDeletesReachAckHooks(t *testing.T) {
 		f.send(fmt.Sprintf(`{"invoice":"INV-%02d"}`, i))
 	}
 	f.fake.FailNext("DeleteMessageBatch", 3) // the SDK tries three times: one failed delete
-	hook := &ackRecorder{}
+	hook := &runtest.AckRecorder{}
 	cfg := f.config(insertEffect)
 	cfg.Inbox.Hooks = []txinbox.Hook{hook}
 	cs := f.run(func(s sqs.Stats) bool { return s.Deleted == n }, cfg)
@@ -41,10 +28,9 @@ func TestDeletesReachAckHooks(t *testing.T) {
 	if s.Processed != n || s.DeleteErrors == 0 || s.Duplicates != s.DeleteErrors {
 		t.Fatalf("stats %+v: want %d processed, delete errors, each undeleted message back as a duplicate", s, n)
 	}
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
+	acks := hook.Acks()
 	deleted, failed := 0, 0
-	for _, a := range hook.acks {
+	for _, a := range acks {
 		if a.Scope != "sqs-test" || a.Source != f.queueURL || a.Messages < 0 || a.Messages > 10 {
 			t.Errorf("ack %+v: want scope sqs-test, source %s, at most 10 messages", a, f.queueURL)
 		}
@@ -55,6 +41,6 @@ func TestDeletesReachAckHooks(t *testing.T) {
 		deleted += a.Messages
 	}
 	if deleted != n || int64(failed) != s.DeleteErrors {
-		t.Errorf("acks: %d deleted, %d failed; want %d and %d (acks %+v)", deleted, failed, n, s.DeleteErrors, hook.acks)
+		t.Errorf("acks: %d deleted, %d failed; want %d and %d (acks %+v)", deleted, failed, n, s.DeleteErrors, acks)
 	}
 }

@@ -3,8 +3,12 @@ package runtest
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/txinbox/txinbox"
 )
 
 // Until starts each of runs (a Consumer's Run) in its own goroutine and
@@ -40,4 +44,24 @@ func Until[S any](t testing.TB, stats func() S, done func(S) bool, runs ...func(
 		t.Fatalf("not done after 20s: %+v", s)
 	}
 	return s
+}
+
+// AckRecorder is a txinbox.AckHook that keeps every AckInfo.
+type AckRecorder struct {
+	mu   sync.Mutex
+	acks []txinbox.AckInfo
+}
+
+// OnAck implements txinbox.AckHook.
+func (h *AckRecorder) OnAck(_ context.Context, info txinbox.AckInfo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.acks = append(h.acks, info)
+}
+
+// Acks returns a copy of the AckInfos recorded so far.
+func (h *AckRecorder) Acks() []txinbox.AckInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.acks)
 }
