@@ -14,6 +14,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -364,7 +365,7 @@ func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error)
 	if f.SQSQueueURL == "" {
 		return nil, nil
 	}
-	cfg, err := sqsConfig(f, se.getenv)
+	cfg, err := sqsConfig(f, se.getenv, se.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -541,8 +542,17 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 // credentials and config files with AWS_PROFILE, SSO, web identity as on
 // EKS, the ECS container or EC2 instance role). Keys in txinbox's own
 // environment are used first, so they win over a profile.
-func sqsConfig(f *sourceFlags, getenv func(string) string) (aws.Config, error) {
-	var opts []func(*awsconfig.LoadOptions) error
+func sqsConfig(f *sourceFlags, getenv func(string) string, logger *slog.Logger) (aws.Config, error) {
+	// The SDK's own warnings (an instance role looked for, say) go to
+	// serve's log, in its format, rather than as bare lines on stderr.
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.LoggerFunc(
+		func(c logging.Classification, format string, v ...any) {
+			level := slog.LevelWarn
+			if c == logging.Debug {
+				level = slog.LevelDebug
+			}
+			logger.Log(context.Background(), level, "aws sdk: "+fmt.Sprintf(format, v...))
+		}))}
 	region := f.SQSRegion
 	if region == "" {
 		region = getenv("AWS_REGION")
