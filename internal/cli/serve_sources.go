@@ -265,7 +265,15 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	}
 	adm := kadm.NewClient(admin)
 	s := &serveSource{name: "kafka", scope: f.KafkaScope, run: c.Run, close: admin.Close,
-		ready: admin.Ping,
+		ready: func(ctx context.Context) error {
+			if err := admin.Ping(ctx); err != nil {
+				return err
+			}
+			if !c.Joined() {
+				return fmt.Errorf("not a member of group %q yet", f.KafkaGroup)
+			}
+			return nil
+		},
 		lag: func(ctx context.Context) (map[string]int64, error) {
 			lags, err := adm.Lag(ctx, f.KafkaGroup)
 			if err == nil {

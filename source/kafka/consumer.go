@@ -28,6 +28,8 @@ type Consumer[TTx any] struct {
 	offsetKeyed bool
 
 	running atomic.Bool
+	// stopped is set when Run's client has closed.
+	stopped atomic.Bool
 	// client is the client of Run, for the group callbacks.
 	client atomic.Pointer[kgo.Client]
 	// abandon is set when a rebalance waits for this member: partitions
@@ -202,6 +204,20 @@ func (c *Consumer[TTx]) shutdown(cl *kgo.Client) {
 	}
 	c.mu.Unlock()
 	cl.Close()
+	c.stopped.Store(true)
+}
+
+// Joined reports whether the consumer is a member of its group: Run's
+// client has joined it (it has a member id and generation) and has not
+// left. It is false before the first join completes, which can take a
+// session timeout after a member died; serve's /readyz reports it.
+func (c *Consumer[TTx]) Joined() bool {
+	cl := c.client.Load()
+	if cl == nil || c.stopped.Load() {
+		return false
+	}
+	member, generation := cl.GroupMetadata()
+	return member != "" && generation > 0
 }
 
 // handlePoll processes each partition's records of one poll as a batch,

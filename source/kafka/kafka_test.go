@@ -333,3 +333,28 @@ func (f *fixture) recordHeaders(topic string, n int) []map[string]string {
 	}
 	return out
 }
+
+// TestJoined: a consumer reports group membership only while Run's client
+// is in the group: not before Run, yes once it consumed, not after Run.
+func TestJoined(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newCluster(t), 2)
+	all := ids("joined", 20)
+	f.produce(all, 2)
+	idle, err := kafka.New(f.driver, f.consumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle.Joined() {
+		t.Error("a consumer that never ran reports Joined")
+	}
+	r := f.start(f.consumerConfig())
+	f.waitCommitted(30 * time.Second)
+	if !r.c.Joined() {
+		t.Error("a consumer that committed offsets does not report Joined")
+	}
+	r.stop()
+	if r.c.Joined() {
+		t.Error("a stopped consumer reports Joined")
+	}
+}
