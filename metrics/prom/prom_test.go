@@ -2,10 +2,8 @@ package prom_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"maps"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,27 +13,14 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/metrics/prom"
-	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 func TestMetricsCountOutcomes(t *testing.T) {
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "i.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	ctx := context.Background()
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	m := prom.New(prom.Options{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
-	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{m},
-		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := sqliteInbox(t, "billing", m)
 	msgs := []*txinbox.Message{{ID: "a", Source: "invoices", Payload: []byte("1")}, {ID: "a", Source: "invoices", Payload: []byte("1")},
 		{ID: "a", Source: "invoices", Payload: []byte("2")}}
 	if _, err := p.Process(ctx, msgs); err != nil {
@@ -60,23 +45,11 @@ txinbox_messages_total{outcome="processed",scope="billing",source="invoices"} 1
 }
 
 func TestMetricsObserveHandlerCommitAndAckLatency(t *testing.T) {
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "i.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	ctx := context.Background()
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	m := prom.New(prom.Options{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
-	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{m},
-		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := sqliteInbox(t, "billing", m)
 	msgs := func() []*txinbox.Message {
 		return []*txinbox.Message{{ID: "a", Source: "invoices", Payload: []byte("1")}, {ID: "b", Source: "invoices", Payload: []byte("2")}}
 	}
