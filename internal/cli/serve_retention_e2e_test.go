@@ -133,14 +133,8 @@ func TestServeBinaryRefusesShortSQSRetention(t *testing.T) {
 	t.Parallel()
 	pool := testdb.Require(t)
 	schema := testdb.NewSchema(t, pool)
-	fake := sqsfake.NewServer()
-	t.Cleanup(fake.Close)
-	sqsCl := awssqs.New(awssqs.Options{BaseEndpoint: aws.String(fake.URL()), Region: "us-east-1", Credentials: sqsfake.Credentials})
-	out, err := sqsCl.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String("invoices")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--db", testdb.URL(), "--schema", schema, "--no-purge", "--sqs-queue-url", *out.QueueUrl,
+	fake, queueURL := sqsFakeQueue(t, "invoices")
+	args := []string{"--db", testdb.URL(), "--schema", schema, "--no-purge", "--sqs-queue-url", queueURL,
 		"--sqs-endpoint", fake.URL(), "--sqs-region", "us-east-1"}
 	awsEnv := []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
 	cmdErr := func(more ...string) (string, int) {
@@ -148,7 +142,7 @@ func TestServeBinaryRefusesShortSQSRetention(t *testing.T) {
 		return errs, code
 	}
 	if errs, code := cmdErr("--retention", "1d"); code != 2 ||
-		!strings.Contains(errs, "--retention 1d is shorter than MessageRetentionPeriod=345600 (4d) of SQS queue "+*out.QueueUrl) {
+		!strings.Contains(errs, "--retention 1d is shorter than MessageRetentionPeriod=345600 (4d) of SQS queue "+queueURL) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 	p := startServeBin(t, awsEnv, append(args, "--retention", "5d", "--http-listen", "127.0.0.1:0")...)
@@ -167,13 +161,7 @@ func TestServeBinarySQSCredentialsFromProfile(t *testing.T) {
 	t.Parallel()
 	pool := testdb.Require(t)
 	schema := testdb.NewSchema(t, pool)
-	fake := sqsfake.NewServer()
-	t.Cleanup(fake.Close)
-	sqsCl := awssqs.New(awssqs.Options{BaseEndpoint: aws.String(fake.URL()), Region: "us-east-1", Credentials: sqsfake.Credentials})
-	out, err := sqsCl.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String("orders")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, queueURL := sqsFakeQueue(t, "orders")
 	dir := t.TempDir()
 	creds, conf := filepath.Join(dir, "credentials"), filepath.Join(dir, "config")
 	for name, text := range map[string]string{
@@ -186,7 +174,7 @@ func TestServeBinarySQSCredentialsFromProfile(t *testing.T) {
 	}
 	env := []string{"AWS_SHARED_CREDENTIALS_FILE=" + creds, "AWS_CONFIG_FILE=" + conf, "AWS_PROFILE=billing",
 		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_REGION=", "AWS_DEFAULT_REGION=", "AWS_EC2_METADATA_DISABLED=true"}
-	p := startServeBin(t, env, "--db", testdb.URL(), "--schema", schema, "--no-purge", "--sqs-queue-url", *out.QueueUrl,
+	p := startServeBin(t, env, "--db", testdb.URL(), "--schema", schema, "--no-purge", "--sqs-queue-url", queueURL,
 		"--sqs-endpoint", fake.URL(), "--retention", "5d", "--http-listen", "127.0.0.1:0")
 	if code, body := p.get("/readyz"); code != 200 || !strings.Contains(body, `"sqs":"ok"`) {
 		t.Errorf("/readyz = %d %q", code, body)
@@ -200,8 +188,21 @@ func TestServeBinarySQSCredentialsFromProfile(t *testing.T) {
 	}
 	// Half a key pair in the environment is a configuration error.
 	_, errs, code := runBinEnv(t, append(env, "AWS_ACCESS_KEY_ID=AKIDHALF"), "serve", "--db", testdb.URL(), "--schema", schema,
-		"--no-purge", "--sqs-queue-url", *out.QueueUrl, "--sqs-endpoint", fake.URL())
+		"--no-purge", "--sqs-queue-url", queueURL, "--sqs-endpoint", fake.URL())
 	if code != 2 || !strings.Contains(errs, "AWS_SECRET_ACCESS_KEY") {
 		t.Errorf("half a key pair: exit %d, %q", code, errs)
 	}
+}
+
+// sqsFakeQueue starts the SQS fake with one queue and returns its URL.
+func sqsFakeQueue(t *testing.T, name string) (*sqsfake.Server, string) {
+	t.Helper()
+	fake := sqsfake.NewServer()
+	t.Cleanup(fake.Close)
+	cl := awssqs.New(awssqs.Options{BaseEndpoint: aws.String(fake.URL()), Region: "us-east-1", Credentials: sqsfake.Credentials})
+	out, err := cl.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, *out.QueueUrl
 }
