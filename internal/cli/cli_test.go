@@ -191,15 +191,8 @@ func must[T any](v T, err error) T {
 }
 
 func TestPurgeCommand(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "inbox.db")
-	d, err := sqlitestore.Open(db, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, d := migratedSQLite(t)
 	ctx := context.Background()
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	p, _ := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
 		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
 	old := time.Now().Add(-45 * 24 * time.Hour)
@@ -226,15 +219,8 @@ func TestPurgeCommand(t *testing.T) {
 // TestStatusScopeRetention: each scope's expired rows count against its own
 // retention when --scope-retention names it.
 func TestStatusScopeRetention(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "inbox.db")
-	d, err := sqlitestore.Open(db, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, d := migratedSQLite(t)
 	ctx := context.Background()
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	forty := time.Now().Add(-40 * 24 * time.Hour)
 	for _, scope := range []string{"as4", "kafka"} {
 		p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: scope,
@@ -272,4 +258,19 @@ func TestStatusScopeRetention(t *testing.T) {
 	if _, errs, code := run(t, "status", "--db", db, "--scope-retention", "as4"); code != cli.ExitUsage || !strings.Contains(errs, `"as4" is not SCOPE=DURATION`) {
 		t.Errorf("bad --scope-retention: %d %q", code, errs)
 	}
+}
+
+// migratedSQLite creates a migrated SQLite inbox in a temporary directory
+// and returns its path and driver (close it before running commands on it).
+func migratedSQLite(t *testing.T) (string, *sqlitestore.Driver) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "inbox.db")
+	d, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db, d
 }
