@@ -92,12 +92,18 @@ func openDB(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
 	if f.schema != "" {
 		return nil, errors.New("--schema applies to PostgreSQL only; SQLite has no schemas (use --table-prefix)")
 	}
-	path := strings.TrimPrefix(strings.TrimPrefix(f.url, "sqlite://"), "file:")
+	path := sqlitePath(f.url)
 	d, err := sqlitestore.Open(path, sqlitestore.Options{TablePrefix: f.prefix})
 	if err != nil {
 		return nil, err
 	}
 	return &inboxDB{kind: "sqlite", where: path, admin: d, lite: d, close: func() { d.Close() }}, nil
+}
+
+// sqlitePath is the file path of a SQLite --db ("sqlite://" and "file:"
+// prefixes removed).
+func sqlitePath(url string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
 }
 
 func redact(cfg *pgxpool.Config) string {
@@ -165,7 +171,7 @@ func (db *inboxDB) ping(ctx context.Context) error {
 // tables that were never migrated are named as such.
 func openMigrated(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
 	if f.url != "" && !isPostgresURL(f.url) {
-		path := strings.TrimPrefix(strings.TrimPrefix(f.url, "sqlite://"), "file:")
+		path := sqlitePath(f.url)
 		if st, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("--db: %w (create the inbox with txinbox migrate --db %s)", err, path)
 		} else if st.IsDir() {

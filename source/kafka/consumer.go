@@ -81,7 +81,8 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 		return nil, fmt.Errorf("kafka: Config.Inbox: %w", err)
 	}
 	return &Consumer[TTx]{cfg: cfg, proc: proc, offsetKeyed: offsetKeyed,
-		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{}}, nil
+		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{},
+		pendingAcked: map[topicPartition]int{}}, nil
 }
 
 // isOffsetKey reports whether key is OffsetKey (nil defaults to it).

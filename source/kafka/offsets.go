@@ -153,9 +153,6 @@ func (c *Consumer[TTx]) commit(ctx context.Context, cl *kgo.Client, outs []parti
 	for _, o := range outs {
 		if o.commit >= 0 {
 			c.pending[o.tp] = kgo.EpochOffset{Epoch: o.epoch, Offset: o.commit}
-			if c.pendingAcked == nil {
-				c.pendingAcked = map[topicPartition]int{}
-			}
 			c.pendingAcked[o.tp] += o.acked
 		}
 	}
