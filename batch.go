@@ -3,7 +3,6 @@ package txinbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"runtime/debug"
 	"time"
@@ -21,11 +20,14 @@ type item struct {
 	excluded bool   // failed in the optimistic pass: not run again in this batch
 }
 
-// noIDMessage is a message that has no id and is dead-lettered.
+// noIDMessage is a message refused before the claim and dead-lettered:
+// it has no id, or a field the database cannot store (validate).
 type noIDMessage struct {
-	msg  *Message
-	hash []byte
-	res  Result
+	msg    *Message
+	hash   []byte
+	res    Result
+	err    error
+	reason string
 }
 
 // repeat is a later copy of an id already in the batch: it is not claimed
@@ -70,10 +72,15 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		}
 		h := m.PayloadHash()
 		hash := h[:]
+		var refuse *noIDMessage
 		if m.ID == "" {
-			nm := &noIDMessage{msg: m, hash: hash}
-			b.noID = append(b.noID, nm)
-			b.slots[i].noID = nm
+			refuse = &noIDMessage{msg: m, hash: hash, err: ErrNoMessageID, reason: "no message id"}
+		} else if bad := validate(m); bad != nil {
+			refuse = &noIDMessage{msg: m, hash: hash, err: bad, reason: "invalid message"}
+		}
+		if refuse != nil {
+			b.noID = append(b.noID, refuse)
+			b.slots[i].noID = refuse
 			continue
 		}
 		key := store.Key{Scope: m.Scope, MessageID: m.ID}
@@ -217,20 +224,29 @@ func (p *Processor[TTx]) failureRow(it *item) store.FailureRow {
 		reason = "permanent error"
 	}
 	return store.FailureRow{
-		Key: it.row.Key, Error: it.res.Err.Error(), FailedAt: p.cfg.Now(), Permanent: isPerm,
+		Key: it.row.Key, Error: safeText(it.res.Err.Error()), FailedAt: p.cfg.Now(), Permanent: isPerm,
 		DeadLetter: p.deadLetterRow(it.msg, it.row.PayloadHash, 0, reason, it.res.Err.Error()),
 	}
 }
 
+// deadLetterRow is m as the dead-letter table can hold it: a field the
+// database cannot store is replaced by a stand-in (storable) and its raw
+// bytes go, base64-encoded, into a header "txinbox-raw-<field>".
 func (p *Processor[TTx]) deadLetterRow(m *Message, hash []byte, attempts int, reason, lastErr string) store.DeadLetterRow {
-	headers := m.Headers
-	if headers == nil {
-		headers = []Header{}
+	var raw [][2]string
+	fix := func(name, s string, tooLong bool) string {
+		if !tooLong && textProblem(s) == "" {
+			return s
+		}
+		raw = append(raw, [2]string{name, s})
+		return standIn(s)
 	}
-	hj, _ := json.Marshal(headers) // []Header of strings always marshals
+	scope := fix("scope", m.Scope, len(m.Scope) > MaxKeyBytes/2 && len(m.Scope)+len(m.ID) > MaxKeyBytes)
+	id := fix("id", m.ID, len(scope)+len(m.ID) > MaxKeyBytes)
 	return store.DeadLetterRow{
-		Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source, SourcePosition: m.SourcePosition,
-		PartitionKey: m.PartitionKey, Payload: m.Payload, PayloadHash: hash, HeadersJSON: hj,
-		Attempts: attempts, Reason: reason, LastError: lastErr, ReceivedAt: m.ReceivedAt, DeadLetteredAt: p.cfg.Now(),
+		Key: store.Key{Scope: scope, MessageID: id}, Source: fix("source", m.Source, false),
+		SourcePosition: fix("source_position", m.SourcePosition, false), PartitionKey: fix("partition_key", m.PartitionKey, false),
+		Payload: m.Payload, PayloadHash: hash, HeadersJSON: headersJSON(m.Headers, raw),
+		Attempts: attempts, Reason: reason, LastError: safeText(lastErr), ReceivedAt: m.ReceivedAt, DeadLetteredAt: p.cfg.Now(),
 	}
 }

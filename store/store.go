@@ -156,7 +156,38 @@ type Tx[TTx any] interface {
 	ReleaseSavepoint(ctx context.Context) error
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
+	// Check reports, after a handler returned herr, whether the handler
+	// left the transaction unusable: a *BrokenTxError, or nil. It costs no
+	// round trip (it reads the connection's local state).
+	Check(herr error) error
 }
+
+// BrokenTxError says how a handler broke the transaction it was given.
+type BrokenTxError struct {
+	// Reason names what the handler did, for the dead letter.
+	Reason string
+	// Lost means the transaction is gone (ended, rolled back, or its
+	// connection closed): everything it held is rolled back. Otherwise it
+	// can still be rolled back to a savepoint.
+	Lost bool
+	// ConnClosed means the connection closed during the handler: the
+	// handler's own context deadline, or the database went away.
+	ConnClosed bool
+	// DatabaseFault means the connection was lost through no fault of the
+	// handler (the server or the network failed it, as the handler's
+	// error says): the message is not to blame.
+	DatabaseFault bool
+	// Aborted means a statement failed and the transaction refuses every
+	// other one until it is rolled back (to a savepoint).
+	Aborted bool
+}
+
+func (e *BrokenTxError) Error() string { return "the handler broke its transaction: " + e.Reason }
+
+// ErrTxEndByHandler is what Commit and Rollback of the transaction handed
+// to a handler return, where the store can guard it: the processor alone
+// ends that transaction.
+var ErrTxEndByHandler = errors.New("store: a handler must not end the transaction it was given (the processor commits or rolls it back)")
 
 // ErrClaimRace is returned by Claim when a key was neither inserted nor found
 // (a concurrent purge or an operator deleted it between the two statements).

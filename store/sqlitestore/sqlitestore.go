@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -47,6 +48,8 @@ type Driver struct {
 	db *sql.DB
 	t  schema.Tables
 	q  queries
+	// guards holds the commit guard of each physical connection.
+	guards sync.Map
 }
 
 var (
@@ -120,13 +123,25 @@ func (d *Driver) Tables() schema.Tables { return d.t }
 // Close closes the database.
 func (d *Driver) Close() error { return d.db.Close() }
 
-// Begin starts a batch transaction.
+// Begin starts a batch transaction, on a connection of its own with the
+// commit guard armed (guard.go).
 func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
-	tx, err := d.db.BeginTx(ctx, nil)
+	conn, err := d.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &sqliteTx{tx: tx, q: &d.q}, nil
+	g, err := d.guardOf(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	g.arm()
+	return &sqliteTx{conn: conn, tx: tx, g: g, q: &d.q}, nil
 }
 
 // IsTransient reports a busy or locked database file and claim races.

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -46,8 +47,10 @@ func values(n, cols int) string {
 }
 
 type sqliteTx struct {
-	tx *sql.Tx
-	q  *queries
+	conn *sql.Conn
+	tx   *sql.Tx
+	g    *guard
+	q    *queries
 }
 
 func (t *sqliteTx) Tx() *sql.Tx { return t.tx }
@@ -162,8 +165,44 @@ func (t *sqliteTx) ReleaseSavepoint(ctx context.Context) error {
 	return err
 }
 
-func (t *sqliteTx) Commit(context.Context) error   { return t.tx.Commit() }
-func (t *sqliteTx) Rollback(context.Context) error { return t.tx.Rollback() }
+// Commit commits through the guard and gives the connection back.
+func (t *sqliteTx) Commit(context.Context) error {
+	if t.conn == nil {
+		return sql.ErrTxDone
+	}
+	t.g.own.Store(true)
+	err := t.tx.Commit()
+	t.release()
+	return err
+}
+
+// Rollback rolls back, also a transaction whose *sql.Tx a handler ended,
+// and gives the connection back.
+func (t *sqliteTx) Rollback(ctx context.Context) error {
+	if t.conn == nil {
+		return sql.ErrTxDone
+	}
+	t.g.own.Store(true)
+	err := t.tx.Rollback()
+	if errors.Is(err, sql.ErrTxDone) {
+		// A handler's tx.Commit or tx.Rollback: the guard refused the
+		// COMMIT, so the connection may still be inside the
+		// transaction; end it (an error says it was not).
+		_, _ = t.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		err = nil
+	}
+	t.release()
+	return err
+}
+
+func (t *sqliteTx) release() {
+	t.g.disarm()
+	t.conn.Close()
+	t.conn = nil
+}
+
+// Check reports what the guard saw during the handler.
+func (t *sqliteTx) Check(error) error { return t.g.check() }
 
 func (t *sqliteTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
 	return insertDeadLetters(ctx, t.tx, t.q.t, rows)
