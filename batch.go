@@ -125,7 +125,7 @@ func (b *batch) checkpoint() (int64, bool) {
 		case s.it != nil:
 			o = s.it.res.Outcome
 		case s.rep != nil:
-			o = s.rep.result().Outcome
+			o = s.rep.result(0).Outcome
 		default:
 			o = DeadLettered // dead-lettered in this transaction
 		}
@@ -141,7 +141,7 @@ func (b *batch) checkpoint() (int64, bool) {
 }
 
 // fill copies the final outcomes into results, aligned with the input.
-func (b *batch) fill(results []Result) {
+func (b *batch) fill(results []Result, retryAfter time.Duration) {
 	for i, s := range b.slots {
 		switch {
 		case s.it != nil:
@@ -149,19 +149,22 @@ func (b *batch) fill(results []Result) {
 		case s.noID != nil:
 			results[i] = s.noID.res
 		default:
-			results[i] = s.rep.result()
+			results[i] = s.rep.result(retryAfter)
 		}
 	}
 }
 
-// committedHash is the payload hash that the inbox holds for the item's key
-// once the transaction commits, or nil if it will hold none.
+// committedHash is the payload hash that the inbox (or the dead-letter
+// table) holds for the item's key once the transaction commits, or nil if
+// it will hold none.
 func (it *item) committedHash() []byte {
 	switch it.res.Outcome {
 	case Processed:
 		return it.row.PayloadHash
 	case Duplicate, Drift:
 		return it.stored
+	case DeadLettered:
+		return it.stored // the dead letter's hash, when the claim found one
 	}
 	return nil
 }
@@ -171,13 +174,32 @@ func (r *repeat) drifted() bool {
 	return h != nil && !bytes.Equal(h, r.hash)
 }
 
-func (r *repeat) result() Result {
+// errRepeatUnrecorded is the Result.Err of a later copy of an id with
+// another payload than its first copy, which failed in the same batch.
+var errRepeatUnrecorded = errors.New("txinbox: an earlier copy of this id with another payload failed in the same batch; redeliver this one to record it")
+
+// result is the outcome of a later copy. Behind a first copy that failed
+// in this batch (whatever RecordFailures makes of it), a copy with the
+// same payload shares its outcome, a copy with another payload is a Retry:
+// acked now, its payload would be recorded nowhere; redelivered, it meets
+// the inbox row or the dead letter and is recorded as drift.
+func (r *repeat) result(retryAfter time.Duration) Result {
+	if r.of.failed {
+		if !bytes.Equal(r.of.row.PayloadHash, r.hash) {
+			return Result{Outcome: Retry, Err: errRepeatUnrecorded, RetryAfter: retryAfter}
+		}
+		return r.of.res
+	}
 	switch r.of.res.Outcome {
 	case Processed, Duplicate, Drift:
 		if r.drifted() {
 			return Result{Outcome: Drift}
 		}
 		return Result{Outcome: Duplicate}
+	case DeadLettered:
+		if r.drifted() { // against the dead letter found by the claim
+			return Result{Outcome: Drift, Err: r.of.res.Err}
+		}
 	}
 	return r.of.res
 }

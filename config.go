@@ -51,9 +51,9 @@ type Config[TTx any] struct {
 	// 1s, doubling, capped at 5 minutes, with up to 20% jitter.
 	Backoff BackoffFunc
 	// Ordered, when true, makes a failure of a message turn every later
-	// message of the same batch with the same PartitionKey into a Retry
-	// without running it, so effects commit in order per partition key.
-	// Defaults to false.
+	// message of the same Process call (of every batch of it) with the
+	// same PartitionKey into a Retry without running it, so effects commit
+	// in order per partition key. Defaults to false.
 	Ordered bool
 	// TransientRetries is how many times a batch transaction is retried
 	// after a transient database error (deadlock, serialization failure,

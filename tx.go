@@ -221,12 +221,27 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	return false, tx.ReleaseSavepoint(ctx)
 }
 
+// errDeadLetteredEarlier is the Result.Err of a delivery of a key that is
+// in the dead-letter table.
+var errDeadLetteredEarlier = errors.New("txinbox: message was dead-lettered earlier")
+
 // classify sets the outcome of a key that the claim did not insert and
 // returns a drift row when the stored payload hash differs.
 func (p *Processor[TTx]) classify(it *item, c store.ClaimResult) (store.DriftRow, bool) {
 	switch c.Status {
 	case store.ClaimDeadLettered:
-		it.res = Result{Outcome: DeadLettered, Err: errors.New("txinbox: message was dead-lettered earlier")}
+		// Another payload than the dead letter's is recorded as drift
+		// against the dead letter's hash; the same one is a plain repeat.
+		it.stored = c.StoredHash
+		if c.StoredHash == nil || bytes.Equal(c.StoredHash, it.row.PayloadHash) {
+			it.res = Result{Outcome: DeadLettered, Err: errDeadLetteredEarlier}
+			return store.DriftRow{}, false
+		}
+		it.res = Result{Outcome: Drift, Err: errDeadLetteredEarlier}
+		return store.DriftRow{
+			Key: it.row.Key, Source: it.row.Source, SourcePosition: it.row.SourcePosition,
+			StoredHash: c.StoredHash, ReceivedHash: it.row.PayloadHash, DetectedAt: p.cfg.Now(),
+		}, true
 	case store.ClaimExisting:
 		it.stored = c.StoredHash
 		if bytes.Equal(c.StoredHash, it.row.PayloadHash) {

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -46,8 +47,10 @@ const (
 
 // ClaimResult is the answer to one ClaimRow.
 type ClaimResult struct {
-	Status     ClaimStatus
-	StoredHash []byte // for ClaimExisting
+	Status ClaimStatus
+	// StoredHash is the inbox row's payload hash for ClaimExisting, the
+	// dead letter's for ClaimDeadLettered.
+	StoredHash []byte
 }
 
 // DriftRow records a message whose id was already processed with another
@@ -129,6 +132,9 @@ type FailureResult struct {
 	// of the same id committed while this one failed. No attempt is
 	// counted and nothing is dead-lettered.
 	Committed bool
+	// Drift means Committed with another payload hash than this row's
+	// (FailureRow.DeadLetter.PayloadHash): a drift row was written.
+	Drift bool
 }
 
 // Tx is one open batch transaction.
@@ -193,3 +199,16 @@ var ErrTxEndByHandler = errors.New("store: a handler must not end the transactio
 // (a concurrent purge or an operator deleted it between the two statements).
 // The transaction can simply be tried again.
 var ErrClaimRace = errors.New("store: key neither claimed nor found; retry the transaction")
+
+// FailureDrift returns the drift row of a failed row whose key another
+// delivery committed with the payload hash stored, and whether the hashes
+// differ: for RecordFailures.
+func FailureDrift(r FailureRow, stored []byte) (DriftRow, bool) {
+	if bytes.Equal(stored, r.DeadLetter.PayloadHash) {
+		return DriftRow{}, false
+	}
+	return DriftRow{
+		Key: r.Key, Source: r.DeadLetter.Source, SourcePosition: r.DeadLetter.SourcePosition,
+		StoredHash: stored, ReceivedHash: r.DeadLetter.PayloadHash, DetectedAt: r.FailedAt,
+	}, true
+}

@@ -82,8 +82,7 @@ SELECT m.ord, ins.message_id IS NOT NULL,
        CASE WHEN ins.message_id IS NULL THEN
             (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
        CASE WHEN ins.message_id IS NULL THEN
-            EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
-            ELSE false END
+            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '') END
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
 		// A new statement, so a new READ COMMITTED snapshot: it sees the
@@ -91,7 +90,7 @@ LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
 		// claim did not answer are looked up: after claimClassify, usually
 		// none.
 		lookup: t.Expand(`
-SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+SELECT m.ord, i.payload_hash, d.payload_hash
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
 LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`),
@@ -141,7 +140,7 @@ RETURNING scope, message_id`), "{periods}", periods)
 	// At most one row per key exists across the partitions; LIMIT 1
 	// keeps the lookup one row per key even if an operator copied rows.
 	q.lookupPartitioned = t.Expand(`
-SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+SELECT m.ord, i.payload_hash, d.payload_hash
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN LATERAL (SELECT x.payload_hash FROM {inbox} x WHERE x.scope = m.scope AND x.message_id = m.message_id
                    ORDER BY x.period LIMIT 1) i ON true

@@ -285,8 +285,8 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
 		var ord int
-		var inserted, dead bool
-		var hash []byte
+		var inserted bool
+		var hash, dead []byte
 		_, err := pgx.ForEachRow(rs, []any{&ord, &inserted, &hash, &dead}, func() error {
 			if ord < 1 || ord > len(res) {
 				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
@@ -324,13 +324,14 @@ func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows)
 }
 
 // classifySeen classifies a key that was not inserted from what a
-// statement saw of it, and reports whether it saw it at all.
-func classifySeen(r *store.ClaimResult, hash []byte, dead bool) bool {
+// statement saw of it (the inbox row's and the dead letter's payload
+// hashes), and reports whether it saw it at all.
+func classifySeen(r *store.ClaimResult, hash, dead []byte) bool {
 	switch {
 	case hash != nil:
 		r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
-	case dead:
-		r.Status = store.ClaimDeadLettered
+	case dead != nil:
+		r.Status, r.StoredHash = store.ClaimDeadLettered, append([]byte(nil), dead...)
 	default:
 		return false
 	}
@@ -355,8 +356,7 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 		return err
 	}
 	var ord int
-	var hash []byte
-	var dead bool
+	var hash, dead []byte
 	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
 		if ord < 1 || ord > len(pending) {
 			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
@@ -373,6 +373,10 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
+	return insertDrift(ctx, t.tx, t.q, rows)
+}
+
+func insertDrift(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DriftRow) error {
 	n := len(rows)
 	scopes, ids, sources, positions := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	stored, received, at := make([][]byte, n), make([][]byte, n), make([]time.Time, n)
@@ -380,7 +384,7 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
 		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
 	}
-	_, err := t.tx.Exec(ctx, t.q.drift, scopes, ids, sources, positions, stored, received, at)
+	_, err := tx.Exec(ctx, q.drift, scopes, ids, sources, positions, stored, received, at)
 	return err
 }
 

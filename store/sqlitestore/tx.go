@@ -34,7 +34,7 @@ RETURNING scope, message_id`)
 }
 
 func (q *queries) lookupSQL(n int) string {
-	return q.t.Expand(`SELECT m.column1, m.column2, i.payload_hash, d.message_id IS NOT NULL
+	return q.t.Expand(`SELECT m.column1, m.column2, i.payload_hash, d.payload_hash
 FROM (VALUES ` + values(n, 2) + `) AS m
 LEFT JOIN {inbox} i ON i.scope = m.column1 AND i.message_id = m.column2
 LEFT JOIN {dead_letters} d ON d.scope = m.column1 AND d.message_id = m.column2 AND d.message_id <> ''`)
@@ -115,8 +115,7 @@ func (t *sqliteTx) lookup(ctx context.Context, rows []store.ClaimRow, res []stor
 	defer rs.Close()
 	for rs.Next() {
 		var k store.Key
-		var hash []byte
-		var dead bool
+		var hash, dead []byte
 		if err := rs.Scan(&k.Scope, &k.MessageID, &hash, &dead); err != nil {
 			return err
 		}
@@ -125,8 +124,8 @@ func (t *sqliteTx) lookup(ctx context.Context, rows []store.ClaimRow, res []stor
 		case r.Status == store.ClaimNew:
 		case hash != nil:
 			r.Status, r.StoredHash = store.ClaimExisting, hash
-		case dead:
-			r.Status = store.ClaimDeadLettered
+		case dead != nil:
+			r.Status, r.StoredHash = store.ClaimDeadLettered, dead
 		default:
 			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, k.Scope, k.MessageID)
 		}

@@ -156,6 +156,8 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 		{"HostileHandlers", testHostileHandlers[TTx]},
 		{"HostileInputs", testHostileInputs[TTx]},
+		{"AnotherPayloadRecorded", testAnotherPayloadRecorded[TTx]},
+		{"OrderedAcrossBatches", testOrderedAcrossBatches[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
