@@ -126,7 +126,8 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*Message, cp *Check
 			chunkCP = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[start:end]}
 		}
 		if err := p.processChunk(ctx, chunk, res, chunkCP, blocked); err != nil {
-			clear(res)
+			// The results of a batch that did not commit are zero (or
+			// Retry); those of a split batch's halves that did are kept.
 			return results, err
 		}
 		if cp != nil && !allAcked(res) {
@@ -151,7 +152,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*Message, cp *Check
 // given with blocked keys (an earlier batch had a Retry).
 func (p *Processor[TTx]) processChunk(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint, blocked map[string]bool) error {
 	if len(blocked) == 0 {
-		return p.processBatch(ctx, msgs, results, cp)
+		return p.processSplit(ctx, msgs, results, cp)
 	}
 	var run []*Message
 	var at []int
@@ -166,11 +167,66 @@ func (p *Processor[TTx]) processChunk(ctx context.Context, msgs []*Message, resu
 		return nil
 	}
 	sub := make([]Result, len(run))
-	err := p.processBatch(ctx, run, sub, nil)
+	err := p.processSplit(ctx, run, sub, nil)
 	for j, i := range at {
 		results[i] = sub[j]
 	}
 	return err
+}
+
+// processSplit processes msgs as one batch. When the database refuses the
+// batch for a reason that no handler reported (a deferred constraint or
+// trigger failing at COMMIT, a value refused in the claim: see
+// store.Refuser), it processes each half as a batch of its own, down to
+// the message at fault, which fails alone (its attempt counted).
+func (p *Processor[TTx]) processSplit(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint) error {
+	err := p.processBatch(ctx, msgs, results, cp)
+	r, ok := p.driver.(store.Refuser)
+	if err == nil || ctx.Err() != nil || !ok || !r.IsRefused(err) {
+		return err
+	}
+	if len(msgs) == 1 {
+		return p.failAlone(ctx, msgs[0], results, err)
+	}
+	mid := len(msgs) / 2
+	var cp1, cp2 *Checkpoint
+	if cp != nil {
+		cp1 = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[:mid]}
+		cp2 = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[mid:]}
+	}
+	if err := p.processSplit(ctx, msgs[:mid], results[:mid], cp1); err != nil {
+		return err
+	}
+	var blocked map[string]bool
+	if !allAcked(results[:mid]) {
+		cp2 = nil // never past a Retry
+		if p.cfg.Ordered {
+			blocked = map[string]bool{}
+			for i, res := range results[:mid] {
+				if !res.Outcome.Ack() {
+					blocked[msgs[i].PartitionKey] = true
+				}
+			}
+		}
+	}
+	return p.processChunk(ctx, msgs[mid:], results[mid:], cp2, blocked)
+}
+
+// failAlone fails a message whose transaction of its own the database
+// refused: an attempt is counted, then it is dead-lettered like any
+// failure.
+func (p *Processor[TTx]) failAlone(ctx context.Context, m *Message, results []Result, err error) error {
+	b := p.prepare([]*Message{m})
+	if len(b.items) != 1 {
+		return err // refused before any claim: nothing to count
+	}
+	p.markFailed(b.items[0], fmt.Errorf("txinbox: the database refused this message's transaction: %w", errors.Unwrap(err)))
+	p.afterCommit(ctx, b)
+	b.fill(results, p.cfg.Backoff(1))
+	for _, h := range p.outcomeHooks {
+		h.OnOutcome(ctx, m, results[0])
+	}
+	return nil
 }
 
 func allAcked(rs []Result) bool {

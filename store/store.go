@@ -115,6 +115,17 @@ type Driver[TTx any] interface {
 	IsTransient(err error) bool
 }
 
+// Refuser is the optional Driver interface that tells a database refusing
+// a batch's work from a database failing. IsRefused reports whether err
+// (from a batch transaction that no handler failed) is a refusal tied to
+// some message of the batch: a constraint or a trigger checked at COMMIT,
+// a value refused. The processor then splits the batch to find the
+// message at fault. A failing database, a lost connection or a missing
+// table is not a refusal.
+type Refuser interface {
+	IsRefused(err error) bool
+}
+
 // Checkpoint is how far one partition of a source has been processed: a
 // Kafka partition's watermark, kept in the inbox database.
 type Checkpoint struct {

@@ -114,3 +114,65 @@ func TestCommitGuardRowsPurged(t *testing.T) {
 		t.Errorf("guard rows after the purge = %d, want 1 (the live backend's)", n)
 	}
 }
+
+// TestRefusedAtCommitSplitsTheBatch: a handler's deferred constraint that
+// fails at COMMIT refuses the whole batch with no message to blame; the
+// batch is split until the message at fault fails alone.
+func TestRefusedAtCommitSplitsTheBatch(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	if _, err := d.Pool().Exec(ctx, `CREATE TABLE parents (id text PRIMARY KEY);
+CREATE TABLE children (parent text REFERENCES parents DEFERRABLE INITIALLY DEFERRED, id text)`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			for _, m := range msgs {
+				parent := "p"
+				if m.ID == "orphan" {
+					parent = "missing"
+				}
+				if _, err := tx.Exec(ctx, "INSERT INTO children VALUES ($1, $2)", parent, m.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool().Exec(ctx, "INSERT INTO parents VALUES ('p')"); err != nil {
+		t.Fatal(err)
+	}
+	batch := func() []*txinbox.Message {
+		var ms []*txinbox.Message
+		for _, id := range []string{"a", "b", "c", "orphan", "e", "f", "g"} {
+			ms = append(ms, &txinbox.Message{ID: id, Payload: []byte(id)})
+		}
+		return ms
+	}
+	for round, want := range []txinbox.Outcome{txinbox.Retry, txinbox.DeadLettered} {
+		res, err := p.Process(ctx, batch())
+		if err != nil {
+			t.Fatalf("round %d: Process: %v (the orphan must fail alone)", round, err)
+		}
+		for i, r := range res {
+			w := txinbox.Processed
+			if round > 0 {
+				w = txinbox.Duplicate
+			}
+			if i == 3 {
+				w = want
+			}
+			if r.Outcome != w {
+				t.Errorf("round %d: result[%d] = %v (%v), want %v", round, i, r.Outcome, r.Err, w)
+			}
+		}
+		if !strings.Contains(res[3].Err.Error(), "23503") {
+			t.Errorf("round %d: the orphan's error %v does not name the refusal", round, res[3].Err)
+		}
+	}
+	var n int
+	if err := d.Pool().QueryRow(ctx, "SELECT count(*) FROM children").Scan(&n); err != nil || n != 6 {
+		t.Errorf("children = %d, %v; want 6", n, err)
+	}
+}

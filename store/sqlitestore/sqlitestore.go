@@ -55,6 +55,7 @@ type Driver struct {
 var (
 	_ store.Driver[*sql.Tx] = (*Driver)(nil)
 	_ store.Admin           = (*Driver)(nil)
+	_ store.Refuser         = (*Driver)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path.
@@ -163,3 +164,23 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+
+// IsRefused reports a constraint (a deferred foreign key at COMMIT, a
+// trigger's RAISE), a value too big or of the wrong type: the database
+// refused the work, tied to some message of the batch. The commit guard's
+// own refusal is not one (the processor sees it through Check).
+func (d *Driver) IsRefused(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_COMMITHOOK:
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+		return true
+	}
+	return false
+}
