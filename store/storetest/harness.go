@@ -30,7 +30,8 @@ type Harness[TTx any] struct {
 	// nil if the inbox has no such row.
 	InboxPayloadHash func(t *testing.T, d store.Driver[TTx], scope, id string) []byte
 
-	// The hostile handlers' tools (hostile.go).
+	// The hostile handlers' tools (hostile.go); without them that part
+	// of the suite is skipped.
 
 	// Exec runs query in tx and returns its error (raw SQL: COMMIT,
 	// ROLLBACK, a statement that fails).
