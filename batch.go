@@ -3,7 +3,6 @@ package txinbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"runtime/debug"
 	"time"
@@ -21,11 +20,14 @@ type item struct {
 	excluded bool   // failed in the optimistic pass: not run again in this batch
 }
 
-// noIDMessage is a message that has no id and is dead-lettered.
+// noIDMessage is a message refused before the claim and dead-lettered:
+// it has no id, or a field the database cannot store (validate).
 type noIDMessage struct {
-	msg  *Message
-	hash []byte
-	res  Result
+	msg    *Message
+	hash   []byte
+	res    Result
+	err    error
+	reason string
 }
 
 // repeat is a later copy of an id already in the batch: it is not claimed
@@ -70,10 +72,15 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		}
 		h := m.PayloadHash()
 		hash := h[:]
+		var refuse *noIDMessage
 		if m.ID == "" {
-			nm := &noIDMessage{msg: m, hash: hash}
-			b.noID = append(b.noID, nm)
-			b.slots[i].noID = nm
+			refuse = &noIDMessage{msg: m, hash: hash, err: ErrNoMessageID, reason: "no message id"}
+		} else if bad := validate(m); bad != nil {
+			refuse = &noIDMessage{msg: m, hash: hash, err: bad, reason: "invalid message"}
+		}
+		if refuse != nil {
+			b.noID = append(b.noID, refuse)
+			b.slots[i].noID = refuse
 			continue
 		}
 		key := store.Key{Scope: m.Scope, MessageID: m.ID}
@@ -118,7 +125,7 @@ func (b *batch) checkpoint() (int64, bool) {
 		case s.it != nil:
 			o = s.it.res.Outcome
 		case s.rep != nil:
-			o = s.rep.result().Outcome
+			o = s.rep.result(0).Outcome
 		default:
 			o = DeadLettered // dead-lettered in this transaction
 		}
@@ -134,7 +141,7 @@ func (b *batch) checkpoint() (int64, bool) {
 }
 
 // fill copies the final outcomes into results, aligned with the input.
-func (b *batch) fill(results []Result) {
+func (b *batch) fill(results []Result, retryAfter time.Duration) {
 	for i, s := range b.slots {
 		switch {
 		case s.it != nil:
@@ -142,19 +149,22 @@ func (b *batch) fill(results []Result) {
 		case s.noID != nil:
 			results[i] = s.noID.res
 		default:
-			results[i] = s.rep.result()
+			results[i] = s.rep.result(retryAfter)
 		}
 	}
 }
 
-// committedHash is the payload hash that the inbox holds for the item's key
-// once the transaction commits, or nil if it will hold none.
+// committedHash is the payload hash that the inbox (or the dead-letter
+// table) holds for the item's key once the transaction commits, or nil if
+// it will hold none.
 func (it *item) committedHash() []byte {
 	switch it.res.Outcome {
 	case Processed:
 		return it.row.PayloadHash
 	case Duplicate, Drift:
 		return it.stored
+	case DeadLettered:
+		return it.stored // the dead letter's hash, when the claim found one
 	}
 	return nil
 }
@@ -164,13 +174,32 @@ func (r *repeat) drifted() bool {
 	return h != nil && !bytes.Equal(h, r.hash)
 }
 
-func (r *repeat) result() Result {
+// errRepeatUnrecorded is the Result.Err of a later copy of an id with
+// another payload than its first copy, which failed in the same batch.
+var errRepeatUnrecorded = errors.New("txinbox: an earlier copy of this id with another payload failed in the same batch; redeliver this one to record it")
+
+// result is the outcome of a later copy. Behind a first copy that failed
+// in this batch (whatever RecordFailures makes of it), a copy with the
+// same payload shares its outcome, a copy with another payload is a Retry:
+// acked now, its payload would be recorded nowhere; redelivered, it meets
+// the inbox row or the dead letter and is recorded as drift.
+func (r *repeat) result(retryAfter time.Duration) Result {
+	if r.of.failed {
+		if !bytes.Equal(r.of.row.PayloadHash, r.hash) {
+			return Result{Outcome: Retry, Err: errRepeatUnrecorded, RetryAfter: retryAfter}
+		}
+		return r.of.res
+	}
 	switch r.of.res.Outcome {
 	case Processed, Duplicate, Drift:
 		if r.drifted() {
 			return Result{Outcome: Drift}
 		}
 		return Result{Outcome: Duplicate}
+	case DeadLettered:
+		if r.drifted() { // against the dead letter found by the claim
+			return Result{Outcome: Drift, Err: r.of.res.Err}
+		}
 	}
 	return r.of.res
 }
@@ -217,20 +246,29 @@ func (p *Processor[TTx]) failureRow(it *item) store.FailureRow {
 		reason = "permanent error"
 	}
 	return store.FailureRow{
-		Key: it.row.Key, Error: it.res.Err.Error(), FailedAt: p.cfg.Now(), Permanent: isPerm,
+		Key: it.row.Key, Error: safeText(it.res.Err.Error()), FailedAt: p.cfg.Now(), Permanent: isPerm,
 		DeadLetter: p.deadLetterRow(it.msg, it.row.PayloadHash, 0, reason, it.res.Err.Error()),
 	}
 }
 
+// deadLetterRow is m as the dead-letter table can hold it: a field the
+// database cannot store is replaced by a stand-in (storable) and its raw
+// bytes go, base64-encoded, into a header "txinbox-raw-<field>".
 func (p *Processor[TTx]) deadLetterRow(m *Message, hash []byte, attempts int, reason, lastErr string) store.DeadLetterRow {
-	headers := m.Headers
-	if headers == nil {
-		headers = []Header{}
+	var raw [][2]string
+	fix := func(name, s string, tooLong bool) string {
+		if !tooLong && textProblem(s) == "" {
+			return s
+		}
+		raw = append(raw, [2]string{name, s})
+		return standIn(s)
 	}
-	hj, _ := json.Marshal(headers) // []Header of strings always marshals
+	scope := fix("scope", m.Scope, len(m.Scope) > MaxKeyBytes/2 && len(m.Scope)+len(m.ID) > MaxKeyBytes)
+	id := fix("id", m.ID, len(scope)+len(m.ID) > MaxKeyBytes)
 	return store.DeadLetterRow{
-		Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source, SourcePosition: m.SourcePosition,
-		PartitionKey: m.PartitionKey, Payload: m.Payload, PayloadHash: hash, HeadersJSON: hj,
-		Attempts: attempts, Reason: reason, LastError: lastErr, ReceivedAt: m.ReceivedAt, DeadLetteredAt: p.cfg.Now(),
+		Key: store.Key{Scope: scope, MessageID: id}, Source: fix("source", m.Source, false),
+		SourcePosition: fix("source_position", m.SourcePosition, false), PartitionKey: fix("partition_key", m.PartitionKey, false),
+		Payload: m.Payload, PayloadHash: hash, HeadersJSON: headersJSON(m.Headers, raw),
+		Attempts: attempts, Reason: reason, LastError: safeText(lastErr), ReceivedAt: m.ReceivedAt, DeadLetteredAt: p.cfg.Now(),
 	}
 }

@@ -11,7 +11,9 @@ import (
 // transaction tx. If it returns an error (or panics), everything it did is
 // rolled back, the message's inbox row is not kept and the outcome is Retry
 // (or DeadLettered once the attempts are exhausted, or at once for a
-// Permanent error).
+// Permanent error). It must not end tx, nor swallow the error of a failed
+// statement: a handler that does fails alone, with an error naming what it
+// did (docs/concepts.md, "What a handler must not do").
 type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *Message) error
 
 // BatchHandlerFunc runs the side effects of all new messages of a batch at
@@ -51,9 +53,9 @@ type Config[TTx any] struct {
 	// 1s, doubling, capped at 5 minutes, with up to 20% jitter.
 	Backoff BackoffFunc
 	// Ordered, when true, makes a failure of a message turn every later
-	// message of the same batch with the same PartitionKey into a Retry
-	// without running it, so effects commit in order per partition key.
-	// Defaults to false.
+	// message of the same Process call (of every batch of it) with the
+	// same PartitionKey into a Retry without running it, so effects commit
+	// in order per partition key. Defaults to false.
 	Ordered bool
 	// TransientRetries is how many times a batch transaction is retried
 	// after a transient database error (deadlock, serialization failure,

@@ -114,21 +114,119 @@ func (p *Processor[TTx]) Checkpoints(ctx context.Context, source string) (map[st
 
 func (p *Processor[TTx]) process(ctx context.Context, msgs []*Message, cp *Checkpoint) ([]Result, error) {
 	results := make([]Result, len(msgs))
+	// blocked holds, with Config.Ordered, the partition keys of messages
+	// left for Retry by an earlier batch of this call: later messages with
+	// such a key are not run, so order holds across batches too.
+	var blocked map[string]bool
 	for start := 0; start < len(msgs); start += p.cfg.MaxBatchSize {
 		end := min(start+p.cfg.MaxBatchSize, len(msgs))
+		chunk, res := msgs[start:end], results[start:end]
 		var chunkCP *Checkpoint
 		if cp != nil {
 			chunkCP = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[start:end]}
 		}
-		if err := p.processBatch(ctx, msgs[start:end], results[start:end], chunkCP); err != nil {
-			clear(results[start:end])
+		if err := p.processChunk(ctx, chunk, res, chunkCP, blocked); err != nil {
+			// The results of a batch that did not commit are zero (or
+			// Retry); those of a split batch's halves that did are kept.
 			return results, err
 		}
-		if cp != nil && !allAcked(results[start:end]) {
+		if cp != nil && !allAcked(res) {
 			cp = nil // a later batch must not move the checkpoint past a Retry
+		}
+		if p.cfg.Ordered {
+			for i, r := range res {
+				if !r.Outcome.Ack() {
+					if blocked == nil {
+						blocked = map[string]bool{}
+					}
+					blocked[chunk[i].PartitionKey] = true
+				}
+			}
 		}
 	}
 	return results, nil
+}
+
+// processChunk processes one batch, less the messages whose partition key
+// is blocked: those are Retry without running. A checkpoint is never
+// given with blocked keys (an earlier batch had a Retry).
+func (p *Processor[TTx]) processChunk(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint, blocked map[string]bool) error {
+	if len(blocked) == 0 {
+		return p.processSplit(ctx, msgs, results, cp)
+	}
+	var run []*Message
+	var at []int
+	for i, m := range msgs {
+		if blocked[m.PartitionKey] {
+			results[i] = Result{Outcome: Retry, Err: errOrderedSkip, RetryAfter: p.cfg.Backoff(1)}
+			continue
+		}
+		run, at = append(run, m), append(at, i)
+	}
+	if len(run) == 0 {
+		return nil
+	}
+	sub := make([]Result, len(run))
+	err := p.processSplit(ctx, run, sub, nil)
+	for j, i := range at {
+		results[i] = sub[j]
+	}
+	return err
+}
+
+// processSplit processes msgs as one batch. When the database refuses the
+// batch for a reason that no handler reported (a deferred constraint or
+// trigger failing at COMMIT, a value refused in the claim: see
+// store.Refuser), it processes each half as a batch of its own, down to
+// the message at fault, which fails alone (its attempt counted).
+func (p *Processor[TTx]) processSplit(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint) error {
+	err := p.processBatch(ctx, msgs, results, cp)
+	r, ok := p.driver.(store.Refuser)
+	if err == nil || ctx.Err() != nil || !ok || !r.IsRefused(err) {
+		return err
+	}
+	if len(msgs) == 1 {
+		return p.failAlone(ctx, msgs[0], results, err)
+	}
+	mid := len(msgs) / 2
+	var cp1, cp2 *Checkpoint
+	if cp != nil {
+		cp1 = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[:mid]}
+		cp2 = &Checkpoint{Source: cp.Source, Partition: cp.Partition, Positions: cp.Positions[mid:]}
+	}
+	if err := p.processSplit(ctx, msgs[:mid], results[:mid], cp1); err != nil {
+		return err
+	}
+	var blocked map[string]bool
+	if !allAcked(results[:mid]) {
+		cp2 = nil // never past a Retry
+		if p.cfg.Ordered {
+			blocked = map[string]bool{}
+			for i, res := range results[:mid] {
+				if !res.Outcome.Ack() {
+					blocked[msgs[i].PartitionKey] = true
+				}
+			}
+		}
+	}
+	return p.processChunk(ctx, msgs[mid:], results[mid:], cp2, blocked)
+}
+
+// failAlone fails a message whose transaction of its own the database
+// refused: an attempt is counted, then it is dead-lettered like any
+// failure.
+func (p *Processor[TTx]) failAlone(ctx context.Context, m *Message, results []Result, err error) error {
+	b := p.prepare([]*Message{m})
+	if len(b.items) != 1 {
+		return err // refused before any claim: nothing to count
+	}
+	p.markFailed(b.items[0], fmt.Errorf("txinbox: the database refused this message's transaction: %w", errors.Unwrap(err)))
+	p.afterCommit(ctx, b)
+	b.fill(results, p.cfg.Backoff(1))
+	for _, h := range p.outcomeHooks {
+		h.OnOutcome(ctx, m, results[0])
+	}
+	return nil
 }
 
 func allAcked(rs []Result) bool {
@@ -170,7 +268,7 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 	info.HandlerDuration, info.CommitDuration = b.handlerTime, b.commitTime
 	if err == nil {
 		p.afterCommit(ctx, b)
-		b.fill(results)
+		b.fill(results, p.cfg.Backoff(1))
 	}
 	for _, h := range p.batchHooks {
 		h.OnBatch(ctx, info)
@@ -229,8 +327,12 @@ func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 			it.res.Attempts = fr.Attempts
 			if fr.Committed {
 				// Another delivery of the same id committed while this one
-				// failed: the effect exists once; this copy is a duplicate.
+				// failed: the effect exists once; this copy is a duplicate,
+				// or drift (recorded by RecordFailures) with another payload.
 				it.res = Result{Outcome: Duplicate}
+				if fr.Drift {
+					it.res.Outcome = Drift
+				}
 			} else if fr.DeadLettered {
 				it.res.Outcome, it.res.RetryAfter = DeadLettered, 0
 				p.cfg.Logger.WarnContext(ctx, "txinbox: message dead-lettered", "scope", it.row.Scope,

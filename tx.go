@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/txinbox/txinbox/store"
@@ -57,10 +58,13 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		}
 		return p.commit(ctx, tx, b)
 	}
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+	var bt *store.BrokenTxError
+	broken := errors.As(herr, &bt)
+	var df *dbFault
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && (!broken || !bt.Lost) {
 		return errors.Join(err, herr)
 	}
-	if ctx.Err() != nil || p.driver.IsTransient(herr) {
+	if ctx.Err() != nil || errors.As(herr, &df) || (!broken && p.driver.IsTransient(herr)) {
 		return errors.Join(ctx.Err(), herr)
 	}
 	info.Redone = true
@@ -71,6 +75,41 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	}
 	return p.runWithSavepoints(ctx, b)
 }
+
+// afterHandler returns the error of a handler that returned herr, with
+// what the store's Check found: a handler that broke its transaction
+// (swallowed a failed statement, ended it, lost its connection to its own
+// deadline) fails with a *store.BrokenTxError naming what it did.
+func (p *Processor[TTx]) afterHandler(tx store.Tx[TTx], herr error) error {
+	cerr := tx.Check(herr)
+	var bt *store.BrokenTxError
+	if !errors.As(cerr, &bt) {
+		return herr
+	}
+	// A connection closed during the handler is blamed on it unless its
+	// error says that the server or the network closed it (a database
+	// outage is not the message's fault: Process returns the error).
+	switch {
+	case bt.Aborted && herr != nil:
+		return herr // the handler returned its failed statement's error
+	case bt.DatabaseFault:
+		return &dbFault{herr}
+	case herr != nil:
+		return fmt.Errorf("txinbox: %w (the handler returned: %v)", bt, herr)
+	}
+	return fmt.Errorf("txinbox: %w", bt)
+}
+
+// dbFault is a handler's error that is the database's fault, not the
+// message's: the server or the network closed its connection.
+type dbFault struct{ err error }
+
+func (e *dbFault) Error() string { return e.err.Error() }
+func (e *dbFault) Unwrap() error { return e.err }
+
+// errRedo restarts the savepoint pass: a handler lost the transaction,
+// and everything it held was rolled back with it.
+var errRedo = errors.New("txinbox: transaction lost by a handler; redo")
 
 // runOptimistic runs the handlers of the new messages with no savepoint. On
 // failure it returns the message at fault when it is known (per-message
@@ -84,10 +123,10 @@ func (p *Processor[TTx]) runOptimistic(ctx context.Context, tx store.Tx[TTx], fr
 		for i, it := range fresh {
 			msgs[i] = it.msg
 		}
-		return nil, p.callHandler(ctx, tx.Tx(), msgs)
+		return nil, p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), msgs))
 	}
 	for _, it := range fresh {
-		if err := p.callHandler(ctx, tx.Tx(), []*Message{it.msg}); err != nil {
+		if err := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{it.msg})); err != nil {
 			return it, err
 		}
 	}
@@ -98,6 +137,16 @@ func (p *Processor[TTx]) runOptimistic(ctx context.Context, tx store.Tx[TTx], fr
 // claimed and run under its own savepoint, so a failing handler rolls back
 // only its own claim and effects.
 func (p *Processor[TTx]) runWithSavepoints(ctx context.Context, b *batch) error {
+	for {
+		err := p.savepointPass(ctx, b)
+		if !errors.Is(err, errRedo) {
+			return err
+		}
+		b.resetClassification() // the culprit is excluded: at most one redo per message
+	}
+}
+
+func (p *Processor[TTx]) savepointPass(ctx context.Context, b *batch) error {
 	tx, err := p.driver.Begin(ctx)
 	if err != nil {
 		return err
@@ -146,8 +195,16 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	}
 	if claims[0].Status == store.ClaimNew {
 		handlerStart := time.Now()
-		herr := p.callHandler(ctx, tx.Tx(), []*Message{it.msg})
+		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{it.msg}))
 		b.handlerTime += time.Since(handlerStart)
+		if df := (*dbFault)(nil); errors.As(herr, &df) {
+			return false, herr
+		}
+		if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
+			p.markFailed(it, herr)
+			it.excluded = true
+			return true, errRedo
+		}
 		if herr != nil {
 			if err := tx.RollbackToSavepoint(ctx); err != nil {
 				return false, errors.Join(err, herr)
@@ -156,6 +213,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 				return false, errors.Join(ctx.Err(), herr)
 			}
 			p.markFailed(it, herr)
+			it.excluded = true // not run again by a redo of this pass
 			return true, nil
 		}
 		it.res = Result{Outcome: Processed}
@@ -163,12 +221,27 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	return false, tx.ReleaseSavepoint(ctx)
 }
 
+// errDeadLetteredEarlier is the Result.Err of a delivery of a key that is
+// in the dead-letter table.
+var errDeadLetteredEarlier = errors.New("txinbox: message was dead-lettered earlier")
+
 // classify sets the outcome of a key that the claim did not insert and
 // returns a drift row when the stored payload hash differs.
 func (p *Processor[TTx]) classify(it *item, c store.ClaimResult) (store.DriftRow, bool) {
 	switch c.Status {
 	case store.ClaimDeadLettered:
-		it.res = Result{Outcome: DeadLettered, Err: errors.New("txinbox: message was dead-lettered earlier")}
+		// Another payload than the dead letter's is recorded as drift
+		// against the dead letter's hash; the same one is a plain repeat.
+		it.stored = c.StoredHash
+		if c.StoredHash == nil || bytes.Equal(c.StoredHash, it.row.PayloadHash) {
+			it.res = Result{Outcome: DeadLettered, Err: errDeadLetteredEarlier}
+			return store.DriftRow{}, false
+		}
+		it.res = Result{Outcome: Drift, Err: errDeadLetteredEarlier}
+		return store.DriftRow{
+			Key: it.row.Key, Source: it.row.Source, SourcePosition: it.row.SourcePosition,
+			StoredHash: c.StoredHash, ReceivedHash: it.row.PayloadHash, DetectedAt: p.cfg.Now(),
+		}, true
 	case store.ClaimExisting:
 		it.stored = c.StoredHash
 		if bytes.Equal(c.StoredHash, it.row.PayloadHash) {
@@ -197,7 +270,7 @@ func (p *Processor[TTx]) recordDrift(ctx context.Context, tx store.Tx[TTx], rows
 }
 
 // commit writes what depends on the batch's final outcomes (drift of
-// in-batch repeats, dead letters of messages without an id, the
+// in-batch repeats, dead letters of messages refused before the claim, the
 // checkpoint) and commits.
 func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch) error {
 	drift := b.repeatDrift(func() store.DriftRow { return store.DriftRow{DetectedAt: p.cfg.Now()} })
@@ -207,8 +280,8 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 	if len(b.noID) > 0 {
 		dls := make([]store.DeadLetterRow, len(b.noID))
 		for i, nm := range b.noID {
-			dls[i] = p.deadLetterRow(nm.msg, nm.hash, 0, "no message id", ErrNoMessageID.Error())
-			nm.res = Result{Outcome: DeadLettered, Err: ErrNoMessageID}
+			dls[i] = p.deadLetterRow(nm.msg, nm.hash, 0, nm.reason, nm.err.Error())
+			nm.res = Result{Outcome: DeadLettered, Err: nm.err}
 		}
 		if err := tx.DeadLetter(ctx, dls); err != nil {
 			return err
@@ -230,6 +303,8 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 // the savepoint pass claims again and may find otherwise.
 func (b *batch) resetClassification() {
 	for _, it := range b.items {
-		it.res, it.stored = Result{}, nil
+		if !it.excluded {
+			it.res, it.stored, it.failed = Result{}, nil, false
+		}
 	}
 }

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -46,8 +47,10 @@ const (
 
 // ClaimResult is the answer to one ClaimRow.
 type ClaimResult struct {
-	Status     ClaimStatus
-	StoredHash []byte // for ClaimExisting
+	Status ClaimStatus
+	// StoredHash is the inbox row's payload hash for ClaimExisting, the
+	// dead letter's for ClaimDeadLettered.
+	StoredHash []byte
 }
 
 // DriftRow records a message whose id was already processed with another
@@ -112,6 +115,17 @@ type Driver[TTx any] interface {
 	IsTransient(err error) bool
 }
 
+// Refuser is the optional Driver interface that tells a database refusing
+// a batch's work from a database failing. IsRefused reports whether err
+// (from a batch transaction that no handler failed) is a refusal tied to
+// some message of the batch: a constraint or a trigger checked at COMMIT,
+// a value refused. The processor then splits the batch to find the
+// message at fault. A failing database, a lost connection or a missing
+// table is not a refusal.
+type Refuser interface {
+	IsRefused(err error) bool
+}
+
 // Checkpoint is how far one partition of a source has been processed: a
 // Kafka partition's watermark, kept in the inbox database.
 type Checkpoint struct {
@@ -129,6 +143,9 @@ type FailureResult struct {
 	// of the same id committed while this one failed. No attempt is
 	// counted and nothing is dead-lettered.
 	Committed bool
+	// Drift means Committed with another payload hash than this row's
+	// (FailureRow.DeadLetter.PayloadHash): a drift row was written.
+	Drift bool
 }
 
 // Tx is one open batch transaction.
@@ -156,9 +173,53 @@ type Tx[TTx any] interface {
 	ReleaseSavepoint(ctx context.Context) error
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
+	// Check reports, after a handler returned herr, whether the handler
+	// left the transaction unusable: a *BrokenTxError, or nil. It costs no
+	// round trip (it reads the connection's local state).
+	Check(herr error) error
 }
+
+// BrokenTxError says how a handler broke the transaction it was given.
+type BrokenTxError struct {
+	// Reason names what the handler did, for the dead letter.
+	Reason string
+	// Lost means the transaction is gone (ended, rolled back, or its
+	// connection closed): everything it held is rolled back. Otherwise it
+	// can still be rolled back to a savepoint.
+	Lost bool
+	// ConnClosed means the connection closed during the handler: the
+	// handler's own context deadline, or the database went away.
+	ConnClosed bool
+	// DatabaseFault means the connection was lost through no fault of the
+	// handler (the server or the network failed it, as the handler's
+	// error says): the message is not to blame.
+	DatabaseFault bool
+	// Aborted means a statement failed and the transaction refuses every
+	// other one until it is rolled back (to a savepoint).
+	Aborted bool
+}
+
+func (e *BrokenTxError) Error() string { return "the handler broke its transaction: " + e.Reason }
+
+// ErrTxEndByHandler is what Commit and Rollback of the transaction handed
+// to a handler return, where the store can guard it: the processor alone
+// ends that transaction.
+var ErrTxEndByHandler = errors.New("store: a handler must not end the transaction it was given (the processor commits or rolls it back)")
 
 // ErrClaimRace is returned by Claim when a key was neither inserted nor found
 // (a concurrent purge or an operator deleted it between the two statements).
 // The transaction can simply be tried again.
 var ErrClaimRace = errors.New("store: key neither claimed nor found; retry the transaction")
+
+// FailureDrift returns the drift row of a failed row whose key another
+// delivery committed with the payload hash stored, and whether the hashes
+// differ: for RecordFailures.
+func FailureDrift(r FailureRow, stored []byte) (DriftRow, bool) {
+	if bytes.Equal(stored, r.DeadLetter.PayloadHash) {
+		return DriftRow{}, false
+	}
+	return DriftRow{
+		Key: r.Key, Source: r.DeadLetter.Source, SourcePosition: r.DeadLetter.SourcePosition,
+		StoredHash: stored, ReceivedHash: r.DeadLetter.PayloadHash, DetectedAt: r.FailedAt,
+	}, true
+}

@@ -42,6 +42,10 @@ type Tables struct {
 	Audit       string
 	Outbox      string
 	Migrations  string
+	// TxGuard and TxGuardCheck are PostgreSQL's commit guard: a table the
+	// claim marks and the function of its deferred trigger.
+	TxGuard      string
+	TxGuardCheck string
 }
 
 // NewTables qualifies the table names with schema (may be empty) and
@@ -57,15 +61,18 @@ func NewTables(schema, prefix string) Tables {
 	return Tables{
 		Prefix: prefix, Inbox: q("inbox"), Attempts: q("attempts"), DeadLetters: q("dead_letters"),
 		Drift: q("drift"), Checkpoints: q("checkpoints"), Audit: q("audit"), Outbox: q("outbox"), Migrations: q("schema_migrations"),
+		TxGuard: q("tx_guard"), TxGuardCheck: q("tx_guard_check"),
 	}
 }
 
 // Expand replaces the {inbox}, {attempts}, {dead_letters}, {drift},
-// {checkpoints}, {audit}, {outbox}, {migrations} and {prefix} placeholders of a SQL template.
+// {checkpoints}, {audit}, {outbox}, {migrations}, {tx_guard},
+// {tx_guard_check} and {prefix} placeholders of a SQL template.
 func (t Tables) Expand(sql string) string {
 	return strings.NewReplacer(
 		"{inbox}", t.Inbox, "{attempts}", t.Attempts, "{dead_letters}", t.DeadLetters,
-		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{audit}", t.Audit, "{outbox}", t.Outbox, "{migrations}", t.Migrations, "{prefix}", t.Prefix,
+		"{drift}", t.Drift, "{checkpoints}", t.Checkpoints, "{audit}", t.Audit, "{outbox}", t.Outbox, "{migrations}", t.Migrations,
+		"{tx_guard}", t.TxGuard, "{tx_guard_check}", t.TxGuardCheck, "{prefix}", t.Prefix,
 	).Replace(sql)
 }
 

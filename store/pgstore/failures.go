@@ -39,9 +39,11 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 			return err
 		}
 		var dead []store.DeadLetterRow
+		var committed []int
 		for i, r := range rows {
 			if res[i].Attempts == 0 { // not returned: the key is in the inbox
 				res[i].Committed = true
+				committed = append(committed, i)
 				continue
 			}
 			if r.Permanent || res[i].Attempts >= maxAttempts {
@@ -51,12 +53,55 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 				dead = append(dead, dl)
 			}
 		}
+		if err := d.failureDrift(ctx, tx, rows, res, committed); err != nil {
+			return err
+		}
 		return insertDeadLetters(ctx, tx, &d.q, dead)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// failureDrift writes the drift rows of the failed rows at committed
+// whose key another delivery committed with another payload (rare: one
+// more statement only then).
+func (d *Driver) failureDrift(ctx context.Context, tx pgx.Tx, rows []store.FailureRow, res []store.FailureResult, committed []int) error {
+	if len(committed) == 0 {
+		return nil
+	}
+	scopes, ids := make([]string, len(committed)), make([]string, len(committed))
+	for j, i := range committed {
+		scopes[j], ids[j] = rows[i].Scope, rows[i].MessageID
+	}
+	lookup := d.q.lookup
+	if l, err := d.layoutOf(ctx); err != nil {
+		return err
+	} else if l.partitioned {
+		lookup = d.q.lookupPartitioned
+	}
+	rs, err := tx.Query(ctx, lookup, scopes, ids)
+	if err != nil {
+		return err
+	}
+	var drift []store.DriftRow
+	var ord int
+	var hash, dead []byte
+	if _, err := pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
+		if ord < 1 || ord > len(committed) {
+			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(committed))
+		}
+		i := committed[ord-1]
+		if dr, ok := store.FailureDrift(rows[i], hash); ok && hash != nil {
+			res[i].Drift = true
+			drift = append(drift, dr)
+		}
+		return nil
+	}); err != nil || len(drift) == 0 {
+		return err
+	}
+	return insertDrift(ctx, tx, &d.q, drift)
 }
 
 func insertDeadLetters(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DeadLetterRow) error {

@@ -78,6 +78,7 @@ type Driver struct {
 var (
 	_ store.Driver[pgx.Tx] = (*Driver)(nil)
 	_ store.Admin          = (*Driver)(nil)
+	_ store.Refuser        = (*Driver)(nil)
 )
 
 // New returns a Driver using pool. Schema and TablePrefix must be plain
@@ -132,6 +133,21 @@ func (d *Driver) IsTransient(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code == "40001" || pe.Code == "40P01"
+	}
+	return false
+}
+
+// IsRefused reports a data exception (class 22), an integrity constraint
+// (23), a program limit (54) or an exception raised by a PL/pgSQL trigger
+// (P0): the database refused the work, tied to some message of the batch.
+func (d *Driver) IsRefused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) < 2 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "54", "P0":
+		return true
 	}
 	return false
 }

@@ -72,6 +72,13 @@ func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
 			}
 			return out
 		},
+		Exec: func(ctx context.Context, tx pgx.Tx, query string) error {
+			_, err := tx.Exec(ctx, query)
+			return err
+		},
+		Commit:    func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		Rollback:  func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) },
+		SlowQuery: "SELECT pg_sleep(5)",
 		InboxPayloadHash: func(t *testing.T, d store.Driver[pgx.Tx], scope, id string) []byte {
 			pd := d.(*pgstore.Driver)
 			var h []byte

@@ -40,6 +40,12 @@ func (d *Driver) PurgeBatch(ctx context.Context, req store.PurgeRequest) (store.
 	if req.Limit <= 0 {
 		return res, errors.New("pgstore: PurgeBatch: Limit must be positive")
 	}
+	// The commit guard keeps a row per backend that ever claimed: those
+	// of backends gone go (a few rows, one short statement).
+	if _, err := d.pool.Exec(ctx, d.t.Expand(`DELETE FROM {tx_guard} g
+WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = g.backend_pid)`)); err != nil {
+		return res, fmt.Errorf("pgstore: purge of the commit guard: %w", err)
+	}
 	var dropped int64
 	if l.partitioned && req.Scope == "" {
 		if _, _, err := d.RotatePeriod(ctx, false); err != nil && !errors.Is(err, ErrPeriodSwitchBusy) {

@@ -28,6 +28,17 @@ func qualify(schema, name string) string {
 	return `"` + schema + `"."` + name + `"`
 }
 
+// guardCTE marks the claim's transaction for the commit guard (migration
+// 006): its deferred trigger refuses a COMMIT that is not commitSQL. It
+// is part of every claim statement, so it costs no round trip.
+const guardCTE = `WITH guard AS (INSERT INTO {tx_guard} AS g (backend_pid) VALUES (pg_backend_pid())
+    ON CONFLICT (backend_pid) DO UPDATE SET batches = g.batches + 1)`
+
+// commitSQL is the processor's commit of a batch transaction: it tells the
+// commit guard that this COMMIT is the processor's (one round trip, the
+// simple protocol).
+const commitSQL = "SELECT set_config('txinbox.commit', 'on', true); COMMIT"
+
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
 		duplicates: new(atomic.Bool),
@@ -35,7 +46,7 @@ func newQueries(t schema.Tables, periods string) queries {
 		// order so that two batches sharing keys wait for each other
 		// instead of deadlocking. Keys already dead-lettered are skipped.
 		// It returns the keys it inserted; the others are looked up.
-		claim: t.Expand(`
+		claim: t.Expand(guardCTE + `
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -57,8 +68,8 @@ RETURNING scope, message_id`),
 		// a key comes back neither inserted, found nor dead-lettered, and
 		// goes to the lookup statement, whose snapshot is newer. The CASEs
 		// keep the probes off the inserted keys.
-		claimClassify: t.Expand(`
-WITH ins AS (
+		claimClassify: t.Expand(guardCTE + `,
+ins AS (
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -71,8 +82,7 @@ SELECT m.ord, ins.message_id IS NOT NULL,
        CASE WHEN ins.message_id IS NULL THEN
             (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
        CASE WHEN ins.message_id IS NULL THEN
-            EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
-            ELSE false END
+            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '') END
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
 		// A new statement, so a new READ COMMITTED snapshot: it sees the
@@ -80,7 +90,7 @@ LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
 		// claim did not answer are looked up: after claimClassify, usually
 		// none.
 		lookup: t.Expand(`
-SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+SELECT m.ord, i.payload_hash, d.payload_hash
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
 LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`),
@@ -115,8 +125,8 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 	// partition.go for why that closes the race with a period switch.
 	// Within one period, the partition's unique index serialises
 	// concurrent claims of a key as in the plain layout.
-	q.claimPartitioned = strings.ReplaceAll(t.Expand(`
-WITH c AS (SELECT (SELECT period FROM {periods} WHERE ended_at IS NULL) AS period)
+	q.claimPartitioned = strings.ReplaceAll(t.Expand(guardCTE+`,
+c AS (SELECT (SELECT period FROM {periods} WHERE ended_at IS NULL) AS period)
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at, period)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp(), c.period
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -130,7 +140,7 @@ RETURNING scope, message_id`), "{periods}", periods)
 	// At most one row per key exists across the partitions; LIMIT 1
 	// keeps the lookup one row per key even if an operator copied rows.
 	q.lookupPartitioned = t.Expand(`
-SELECT m.ord, i.payload_hash, d.message_id IS NOT NULL
+SELECT m.ord, i.payload_hash, d.payload_hash
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN LATERAL (SELECT x.payload_hash FROM {inbox} x WHERE x.scope = m.scope AND x.message_id = m.message_id
                    ORDER BY x.period LIMIT 1) i ON true

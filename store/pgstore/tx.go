@@ -2,10 +2,15 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
@@ -17,20 +22,153 @@ import (
 type pgTx struct {
 	pool   *pgxpool.Pool
 	tx     pgx.Tx // nil until begun
+	htx    *handlerTx
 	q      *queries
 	layout *layout
 }
 
-// Tx returns the open transaction; the processor calls it only after the
-// claim began it.
-func (t *pgTx) Tx() pgx.Tx { return t.tx }
+// txOptions begin every batch transaction: its COMMIT is commitSQL, the
+// only one the commit guard lets through.
+var txOptions = pgx.TxOptions{CommitQuery: commitSQL}
+
+// Tx returns the open transaction as handlers see it: guarded, so that
+// its Commit and Rollback are refused. The processor calls it only after
+// the claim began the transaction.
+func (t *pgTx) Tx() pgx.Tx {
+	if t.htx == nil || t.htx.Tx != t.tx {
+		t.htx = &handlerTx{Tx: t.tx}
+	}
+	return t.htx
+}
+
+// handlerTx is the pgx.Tx handed to handlers. Commit and Rollback end
+// nothing: they return store.ErrTxEndByHandler and are reported by Check,
+// so the message fails. Begin (a savepoint) and every statement pass
+// through, but only while the transaction is open: after a handler ended
+// it with COMMIT or ROLLBACK as SQL, its statements would run in
+// autocommit mode, so they get errTxEnded instead (statements sent
+// through Conn() are not guarded).
+type handlerTx struct {
+	pgx.Tx
+	ended string
+}
+
+var errTxEnded = errors.New("pgstore: the batch transaction has ended (a handler ran COMMIT or ROLLBACK as SQL): statement refused")
+
+// open reports whether the transaction is still open: local state.
+func (h *handlerTx) open() bool { return h.Tx.Conn().PgConn().TxStatus() != 'I' }
+
+func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if !h.open() {
+		return nil, errTxEnded
+	}
+	return h.Tx.Begin(ctx)
+}
+
+func (h *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if !h.open() {
+		return 0, errTxEnded
+	}
+	return h.Tx.CopyFrom(ctx, table, cols, src)
+}
+
+func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if !h.open() {
+		return pgx.FailedBatchResults(b, errTxEnded)
+	}
+	return h.Tx.SendBatch(ctx, b)
+}
+
+func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if !h.open() {
+		return nil, errTxEnded
+	}
+	return h.Tx.Prepare(ctx, name, sql)
+}
+
+func (h *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if !h.open() {
+		return pgconn.CommandTag{}, errTxEnded
+	}
+	return h.Tx.Exec(ctx, sql, args...)
+}
+
+func (h *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !h.open() {
+		return nil, errTxEnded
+	}
+	return h.Tx.Query(ctx, sql, args...)
+}
+
+func (h *handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if !h.open() {
+		return errRow{}
+	}
+	return h.Tx.QueryRow(ctx, sql, args...)
+}
+
+// serverOrNetwork reports whether a handler's error says that the server
+// or the network closed its connection (not its own context).
+func serverOrNetwork(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pe *pgconn.PgError
+	var ne net.Error
+	return errors.As(err, &pe) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET)
+}
+
+type errRow struct{}
+
+func (errRow) Scan(...any) error { return errTxEnded }
+
+func (h *handlerTx) Commit(context.Context) error {
+	h.ended = "tx.Commit"
+	return store.ErrTxEndByHandler
+}
+
+func (h *handlerTx) Rollback(context.Context) error {
+	h.ended = "tx.Rollback"
+	return store.ErrTxEndByHandler
+}
+
+// Check reads the connection's local state after a handler: no round trip.
+func (t *pgTx) Check(herr error) error {
+	if t.tx == nil {
+		return nil
+	}
+	if h := t.htx; h != nil && h.ended != "" {
+		what := h.ended
+		h.ended = ""
+		return &store.BrokenTxError{Reason: "it called " + what + " on the transaction it was given (refused: the processor ends it)"}
+	}
+	pc := t.tx.Conn().PgConn()
+	if pc.IsClosed() {
+		if serverOrNetwork(herr) {
+			return &store.BrokenTxError{Lost: true, ConnClosed: true, DatabaseFault: true,
+				Reason: "the connection failed during the handler: " + herr.Error()}
+		}
+		return &store.BrokenTxError{Lost: true, ConnClosed: true,
+			Reason: "its connection was closed during the handler (pgx closes it when a statement's context expires, e.g. the handler's own deadline)"}
+	}
+	switch pc.TxStatus() {
+	case 'I':
+		return &store.BrokenTxError{Lost: true,
+			Reason: "it ended the transaction with COMMIT or ROLLBACK as SQL (the commit guard refuses such a COMMIT: the transaction rolled back)"}
+	case 'E':
+		return &store.BrokenTxError{Aborted: true,
+			Reason: "a statement failed in the handler and the handler returned nil (the transaction was aborted, SQLSTATE 25P02)"}
+	}
+	return nil
+}
 
 // begin starts the transaction if no statement did yet.
 func (t *pgTx) begin(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	tx, err := t.pool.Begin(ctx)
+	tx, err := t.pool.BeginTx(ctx, txOptions)
 	if err != nil {
 		return err
 	}
@@ -128,7 +266,7 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 		return scan(rs)
 	}
 	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
+	b.BeginTx(txOptions)
 	if t.layout.partitioned {
 		// Same round trip; the claim's own snapshot is taken after the
 		// lock is granted (partition.go).
@@ -147,8 +285,8 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
 		var ord int
-		var inserted, dead bool
-		var hash []byte
+		var inserted bool
+		var hash, dead []byte
 		_, err := pgx.ForEachRow(rs, []any{&ord, &inserted, &hash, &dead}, func() error {
 			if ord < 1 || ord > len(res) {
 				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
@@ -186,13 +324,14 @@ func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows)
 }
 
 // classifySeen classifies a key that was not inserted from what a
-// statement saw of it, and reports whether it saw it at all.
-func classifySeen(r *store.ClaimResult, hash []byte, dead bool) bool {
+// statement saw of it (the inbox row's and the dead letter's payload
+// hashes), and reports whether it saw it at all.
+func classifySeen(r *store.ClaimResult, hash, dead []byte) bool {
 	switch {
 	case hash != nil:
 		r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
-	case dead:
-		r.Status = store.ClaimDeadLettered
+	case dead != nil:
+		r.Status, r.StoredHash = store.ClaimDeadLettered, append([]byte(nil), dead...)
 	default:
 		return false
 	}
@@ -217,8 +356,7 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 		return err
 	}
 	var ord int
-	var hash []byte
-	var dead bool
+	var hash, dead []byte
 	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
 		if ord < 1 || ord > len(pending) {
 			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
@@ -235,6 +373,10 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
+	return insertDrift(ctx, t.tx, t.q, rows)
+}
+
+func insertDrift(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DriftRow) error {
 	n := len(rows)
 	scopes, ids, sources, positions := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	stored, received, at := make([][]byte, n), make([][]byte, n), make([]time.Time, n)
@@ -242,7 +384,7 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
 		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
 	}
-	_, err := t.tx.Exec(ctx, t.q.drift, scopes, ids, sources, positions, stored, received, at)
+	_, err := tx.Exec(ctx, q.drift, scopes, ids, sources, positions, stored, received, at)
 	return err
 }
 

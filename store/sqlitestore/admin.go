@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,17 +33,22 @@ VALUES (?, ?, 1, ?, ?, ?)
 ON CONFLICT (scope, message_id) DO UPDATE
    SET attempts = a.attempts + 1, last_error = excluded.last_error, last_failed_at = excluded.last_failed_at
 RETURNING attempts`)
-	inInbox := d.t.Expand(`SELECT count(*) FROM {inbox} WHERE scope = ? AND message_id = ?`)
+	inInbox := d.t.Expand(`SELECT payload_hash FROM {inbox} WHERE scope = ? AND message_id = ?`)
 	err := d.withTx(ctx, func(tx *sql.Tx) error {
 		var dead []store.DeadLetterRow
+		var drift []store.DriftRow
 		for i, r := range rows {
-			var n int
-			if err := tx.QueryRowContext(ctx, inInbox, r.Scope, r.MessageID).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
+			var stored []byte
+			switch err := tx.QueryRowContext(ctx, inInbox, r.Scope, r.MessageID).Scan(&stored); {
+			case err == nil:
 				res[i].Committed = true
+				if d, ok := store.FailureDrift(r, stored); ok {
+					res[i].Drift = true
+					drift = append(drift, d)
+				}
 				continue
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
 			}
 			at := formatTime(r.FailedAt)
 			if err := tx.QueryRowContext(ctx, stmt, r.Scope, r.MessageID, r.Error, at, at).Scan(&res[i].Attempts); err != nil {
@@ -54,6 +60,9 @@ RETURNING attempts`)
 				dl.Attempts = res[i].Attempts
 				dead = append(dead, dl)
 			}
+		}
+		if err := insertDrift(ctx, tx, d.t, drift); err != nil {
+			return err
 		}
 		return insertDeadLetters(ctx, tx, d.t, dead)
 	})

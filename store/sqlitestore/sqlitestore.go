@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -47,11 +48,14 @@ type Driver struct {
 	db *sql.DB
 	t  schema.Tables
 	q  queries
+	// guards holds the commit guard of each physical connection.
+	guards sync.Map
 }
 
 var (
 	_ store.Driver[*sql.Tx] = (*Driver)(nil)
 	_ store.Admin           = (*Driver)(nil)
+	_ store.Refuser         = (*Driver)(nil)
 )
 
 // Open opens (creating if needed) the SQLite database file at path.
@@ -120,13 +124,25 @@ func (d *Driver) Tables() schema.Tables { return d.t }
 // Close closes the database.
 func (d *Driver) Close() error { return d.db.Close() }
 
-// Begin starts a batch transaction.
+// Begin starts a batch transaction, on a connection of its own with the
+// commit guard armed (guard.go).
 func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
-	tx, err := d.db.BeginTx(ctx, nil)
+	conn, err := d.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &sqliteTx{tx: tx, q: &d.q}, nil
+	g, err := d.guardOf(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	g.arm()
+	return &sqliteTx{conn: conn, tx: tx, g: g, q: &d.q}, nil
 }
 
 // IsTransient reports a busy or locked database file and claim races.
@@ -148,3 +164,23 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+
+// IsRefused reports a constraint (a deferred foreign key at COMMIT, a
+// trigger's RAISE), a value too big or of the wrong type: the database
+// refused the work, tied to some message of the batch. The commit guard's
+// own refusal is not one (the processor sees it through Check).
+func (d *Driver) IsRefused(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_COMMITHOOK:
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+		return true
+	}
+	return false
+}

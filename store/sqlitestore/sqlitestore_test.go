@@ -72,6 +72,13 @@ var harness = storetest.Harness[*sql.Tx]{
 		}
 		return out
 	},
+	Exec: func(ctx context.Context, tx *sql.Tx, query string) error {
+		_, err := tx.ExecContext(ctx, query)
+		return err
+	},
+	Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
+	Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
+	SlowQuery: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
 	InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
 		sd := d.(*sqlitestore.Driver)
 		var h []byte

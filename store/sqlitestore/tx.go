@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ RETURNING scope, message_id`)
 }
 
 func (q *queries) lookupSQL(n int) string {
-	return q.t.Expand(`SELECT m.column1, m.column2, i.payload_hash, d.message_id IS NOT NULL
+	return q.t.Expand(`SELECT m.column1, m.column2, i.payload_hash, d.payload_hash
 FROM (VALUES ` + values(n, 2) + `) AS m
 LEFT JOIN {inbox} i ON i.scope = m.column1 AND i.message_id = m.column2
 LEFT JOIN {dead_letters} d ON d.scope = m.column1 AND d.message_id = m.column2 AND d.message_id <> ''`)
@@ -46,8 +47,10 @@ func values(n, cols int) string {
 }
 
 type sqliteTx struct {
-	tx *sql.Tx
-	q  *queries
+	conn *sql.Conn
+	tx   *sql.Tx
+	g    *guard
+	q    *queries
 }
 
 func (t *sqliteTx) Tx() *sql.Tx { return t.tx }
@@ -112,8 +115,7 @@ func (t *sqliteTx) lookup(ctx context.Context, rows []store.ClaimRow, res []stor
 	defer rs.Close()
 	for rs.Next() {
 		var k store.Key
-		var hash []byte
-		var dead bool
+		var hash, dead []byte
 		if err := rs.Scan(&k.Scope, &k.MessageID, &hash, &dead); err != nil {
 			return err
 		}
@@ -122,8 +124,8 @@ func (t *sqliteTx) lookup(ctx context.Context, rows []store.ClaimRow, res []stor
 		case r.Status == store.ClaimNew:
 		case hash != nil:
 			r.Status, r.StoredHash = store.ClaimExisting, hash
-		case dead:
-			r.Status = store.ClaimDeadLettered
+		case dead != nil:
+			r.Status, r.StoredHash = store.ClaimDeadLettered, dead
 		default:
 			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, k.Scope, k.MessageID)
 		}
@@ -162,8 +164,44 @@ func (t *sqliteTx) ReleaseSavepoint(ctx context.Context) error {
 	return err
 }
 
-func (t *sqliteTx) Commit(context.Context) error   { return t.tx.Commit() }
-func (t *sqliteTx) Rollback(context.Context) error { return t.tx.Rollback() }
+// Commit commits through the guard and gives the connection back.
+func (t *sqliteTx) Commit(context.Context) error {
+	if t.conn == nil {
+		return sql.ErrTxDone
+	}
+	t.g.own.Store(true)
+	err := t.tx.Commit()
+	t.release()
+	return err
+}
+
+// Rollback rolls back, also a transaction whose *sql.Tx a handler ended,
+// and gives the connection back.
+func (t *sqliteTx) Rollback(ctx context.Context) error {
+	if t.conn == nil {
+		return sql.ErrTxDone
+	}
+	t.g.own.Store(true)
+	err := t.tx.Rollback()
+	if errors.Is(err, sql.ErrTxDone) {
+		// A handler's tx.Commit or tx.Rollback: the guard refused the
+		// COMMIT, so the connection may still be inside the
+		// transaction; end it (an error says it was not).
+		_, _ = t.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		err = nil
+	}
+	t.release()
+	return err
+}
+
+func (t *sqliteTx) release() {
+	t.g.disarm()
+	t.conn.Close()
+	t.conn = nil
+}
+
+// Check reports what the guard saw during the handler.
+func (t *sqliteTx) Check(error) error { return t.g.check() }
 
 func (t *sqliteTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
 	return insertDeadLetters(ctx, t.tx, t.q.t, rows)

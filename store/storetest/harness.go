@@ -29,4 +29,17 @@ type Harness[TTx any] struct {
 	// InboxPayloadHash returns the stored payload hash of (scope, id), or
 	// nil if the inbox has no such row.
 	InboxPayloadHash func(t *testing.T, d store.Driver[TTx], scope, id string) []byte
+
+	// The hostile handlers' tools (hostile.go); without them that part
+	// of the suite is skipped.
+
+	// Exec runs query in tx and returns its error (raw SQL: COMMIT,
+	// ROLLBACK, a statement that fails).
+	Exec func(ctx context.Context, tx TTx, query string) error
+	// Commit and Rollback call the driver's own Commit and Rollback on tx.
+	Commit   func(ctx context.Context, tx TTx) error
+	Rollback func(ctx context.Context, tx TTx) error
+	// SlowQuery is a statement that runs for seconds, for a handler that
+	// bounds it with a short deadline of its own.
+	SlowQuery string
 }

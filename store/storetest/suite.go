@@ -154,6 +154,10 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"ScopeStats", testScopeStats[TTx]},
 		{"InboxGauges", testInboxGauges[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
+		{"HostileHandlers", testHostileHandlers[TTx]},
+		{"HostileInputs", testHostileInputs[TTx]},
+		{"AnotherPayloadRecorded", testAnotherPayloadRecorded[TTx]},
+		{"OrderedAcrossBatches", testOrderedAcrossBatches[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

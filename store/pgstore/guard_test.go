@@ -1,0 +1,178 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+func guardedDriver(t *testing.T) (*pgstore.Driver, context.Context) {
+	t.Helper()
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	pool := testdb.PoolIn(t, schema, 4)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d, ctx
+}
+
+// TestCommitGuardRefusesCommitThroughConn: a COMMIT sent past the guarded
+// pgx.Tx, through its Conn, is refused by the commit guard's trigger and
+// rolls the whole batch back; the culprit fails alone.
+func TestCommitGuardRefusesCommitThroughConn(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	var commitErr error
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, m.ID); err != nil {
+				return err
+			}
+			if m.ID == "bad" {
+				_, commitErr = tx.Conn().Exec(ctx, "COMMIT")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Process(ctx, []*txinbox.Message{{ID: "a"}, {ID: "bad"}, {ID: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != txinbox.Processed || res[1].Outcome != txinbox.Retry || res[2].Outcome != txinbox.Processed {
+		t.Fatalf("results = %+v", res)
+	}
+	var pe interface{ SQLState() string }
+	if !errors.As(commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains(commitErr.Error(), "only be committed by the processor") {
+		t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", commitErr)
+	}
+	var effects, bad int
+	if err := d.Pool().QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE message_id = 'bad') FROM effects").Scan(&effects, &bad); err != nil {
+		t.Fatal(err)
+	}
+	if effects != 2 || bad != 0 {
+		t.Errorf("effects = %d (bad %d), want 2 (0)", effects, bad)
+	}
+}
+
+// TestCommitGuardRowsPurged: the guard's row of a backend that is gone is
+// removed by the purge.
+func TestCommitGuardRowsPurged(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s",
+		Handler: func(context.Context, pgx.Tx, *txinbox.Message) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Process(ctx, []*txinbox.Message{{ID: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		if err := d.Pool().QueryRow(ctx, d.Tables().Expand("SELECT count(*) FROM {tx_guard}")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if count() != 1 {
+		t.Fatalf("guard rows = %d, want 1", count())
+	}
+	// A row of a backend that does not exist; only a commit that says it
+	// is the processor's may write it.
+	if _, err := d.Pool().Exec(ctx, d.Tables().Expand("INSERT INTO {tx_guard} (backend_pid) VALUES (-1)")); err == nil {
+		t.Fatal("a guard row written outside the processor's commit was accepted")
+	}
+	if err := pgx.BeginFunc(ctx, d.Pool(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, d.Tables().Expand("SELECT set_config('txinbox.commit', 'on', true); INSERT INTO {tx_guard} (backend_pid) VALUES (-1)"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PurgeBatch(ctx, store.PurgeRequest{Before: time.Now().Add(-time.Hour), Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("guard rows after the purge = %d, want 1 (the live backend's)", n)
+	}
+}
+
+// TestRefusedAtCommitSplitsTheBatch: a handler's deferred constraint that
+// fails at COMMIT refuses the whole batch with no message to blame; the
+// batch is split until the message at fault fails alone.
+func TestRefusedAtCommitSplitsTheBatch(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	if _, err := d.Pool().Exec(ctx, `CREATE TABLE parents (id text PRIMARY KEY);
+CREATE TABLE children (parent text REFERENCES parents DEFERRABLE INITIALLY DEFERRED, id text)`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			for _, m := range msgs {
+				parent := "p"
+				if m.ID == "orphan" {
+					parent = "missing"
+				}
+				if _, err := tx.Exec(ctx, "INSERT INTO children VALUES ($1, $2)", parent, m.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool().Exec(ctx, "INSERT INTO parents VALUES ('p')"); err != nil {
+		t.Fatal(err)
+	}
+	batch := func() []*txinbox.Message {
+		var ms []*txinbox.Message
+		for _, id := range []string{"a", "b", "c", "orphan", "e", "f", "g"} {
+			ms = append(ms, &txinbox.Message{ID: id, Payload: []byte(id)})
+		}
+		return ms
+	}
+	for round, want := range []txinbox.Outcome{txinbox.Retry, txinbox.DeadLettered} {
+		res, err := p.Process(ctx, batch())
+		if err != nil {
+			t.Fatalf("round %d: Process: %v (the orphan must fail alone)", round, err)
+		}
+		for i, r := range res {
+			w := txinbox.Processed
+			if round > 0 {
+				w = txinbox.Duplicate
+			}
+			if i == 3 {
+				w = want
+			}
+			if r.Outcome != w {
+				t.Errorf("round %d: result[%d] = %v (%v), want %v", round, i, r.Outcome, r.Err, w)
+			}
+		}
+		if !strings.Contains(res[3].Err.Error(), "23503") {
+			t.Errorf("round %d: the orphan's error %v does not name the refusal", round, res[3].Err)
+		}
+	}
+	var n int
+	if err := d.Pool().QueryRow(ctx, "SELECT count(*) FROM children").Scan(&n); err != nil || n != 6 {
+		t.Errorf("children = %d, %v; want 6", n, err)
+	}
+}
