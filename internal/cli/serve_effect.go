@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/outbox"
 )
 
 // Effect modes of serve: what runs, in the inbox transaction, for each new
@@ -142,7 +142,11 @@ func sourceHandler[TTx any](mode string, stmts []string, outbox string, outboxHe
 		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			args := []any{m.Scope, m.ID, name, contentType(m), m.Payload}
 			if outboxHeaders {
-				args = append(args, headersJSON(m))
+				h, err := headersJSON(m)
+				if err != nil {
+					return err
+				}
+				args = append(args, h)
 			}
 			return exec(ctx, tx, q, args...)
 		}
@@ -152,7 +156,11 @@ func sourceHandler[TTx any](mode string, stmts []string, outbox string, outboxHe
 			used[i] = paramsUsed(s)
 		}
 		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
-			args := []any{m.Scope, m.ID, m.ID, name, m.Source, m.PartitionKey, m.SourcePosition, headersJSON(m), m.Payload, m.ReceivedAt}
+			h, err := headersJSON(m)
+			if err != nil {
+				return err
+			}
+			args := []any{m.Scope, m.ID, m.ID, name, m.Source, m.PartitionKey, m.SourcePosition, h, m.Payload, m.ReceivedAt}
 			for i, s := range stmts {
 				if err := exec(ctx, tx, s, args[:used[i]]...); err != nil {
 					return fmt.Errorf("--effect-sql statement %d: %w", i+1, err)
@@ -175,17 +183,16 @@ func contentType(m *txinbox.Message) string {
 	return ""
 }
 
-// headersJSON is a message's headers as a JSON array of {key, value}, as
-// the inbox stores them.
-func headersJSON(m *txinbox.Message) string {
-	if len(m.Headers) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(m.Headers)
+// headersJSON is a message's headers in the outbox's headers form
+// (outbox.EncodeHeaders): a JSON array of {key, value}, in order, a value
+// that JSON cannot carry as it is base64-encoded in value_base64. A key
+// no column can hold fails the message for good.
+func headersJSON(m *txinbox.Message) (string, error) {
+	s, err := outbox.EncodeHeaders(m.Headers)
 	if err != nil {
-		return "[]" // strings always marshal
+		return "", txinbox.Permanent(err)
 	}
-	return string(b)
+	return s, nil
 }
 
 var paramRE = regexp.MustCompile(`\$([0-9]+)`)
