@@ -1,0 +1,115 @@
+package cli_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// seenRequest is one request an HTTP receiver got.
+type seenRequest struct {
+	header http.Header
+	body   string
+}
+
+// TestServeOutboxFromKafkaThroughTheRelay: Kafka records, one with a
+// repeated header and one with a header value HTTP cannot carry (a NUL),
+// go through serve --effect outbox to the outbox table, and relay --target
+// http --once sends them: the good ones with their headers in order, the
+// body and the row's stable id as Idempotency-Key; the bad one fails for
+// good without holding up the others, and list-failed says why.
+func TestServeOutboxFromKafkaThroughTheRelay(t *testing.T) {
+	t.Parallel()
+	seeds, cl := startKafka(t, map[string]string{"orders": ""})
+	records := []*kgo.Record{
+		{Topic: "orders", Key: []byte("a"), Value: []byte(`{"n":1}`), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte("o-1")},
+			{Key: "X-Trace", Value: []byte("first")}, {Key: "content-type", Value: []byte("application/json")}, {Key: "X-Trace", Value: []byte("second")}}},
+		{Topic: "orders", Key: []byte("a"), Value: []byte("binary"), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte("o-2")},
+			{Key: "X-Bin", Value: []byte("\x00\xff")}}},
+		{Topic: "orders", Key: []byte("a"), Value: []byte("three"), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte("o-3")}}},
+	}
+	for _, r := range records {
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "k.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: io.Discard, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", path, "--no-purge", "--effect", "outbox", "--kafka-brokers", seeds,
+			"--kafka-topics", "orders", "--kafka-group", "g", "--kafka-key", "header:message-id", "--kafka-scope", "orders",
+			"--retention", "30d", "--accept-short-retention"})
+	}()
+	rows := func() int {
+		d, err := sqlitestore.Open(path, sqlitestore.Options{})
+		if err != nil {
+			return 0
+		}
+		defer d.Close()
+		var n int
+		if err := d.DB().QueryRow(`SELECT count(*) FROM txinbox_outbox`).Scan(&n); err != nil && err != sql.ErrNoRows {
+			return 0
+		}
+		return n
+	}
+	for deadline := time.Now().Add(60 * time.Second); rows() < len(records); time.Sleep(50 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outbox rows after 60s, want %d: %s", rows(), len(records), errs)
+		}
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("serve exited %d: %s", code, errs)
+	}
+
+	var mu sync.Mutex
+	got := map[string]seenRequest{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got[r.Header.Get("Idempotency-Key")] = seenRequest{r.Header.Clone(), string(b)}
+	}))
+	defer srv.Close()
+	out, rerrs, code := run(t, "relay", "--db", path, "--target", "http", "--http-url", srv.URL, "--once")
+	if code != 0 || !strings.Contains(out, "sent 2, retrying 0, failed 1") {
+		t.Fatalf("relay --once: exit %d, %q %q", code, out, rerrs)
+	}
+	first, ok := got["orders/o-1/0"]
+	if !ok || len(got) != 2 || got["orders/o-3/0"].body != "three" {
+		t.Fatalf("the receiver got %v, want orders/o-1/0 and orders/o-3/0", got)
+	}
+	if tr := first.header.Values("X-Trace"); !slices.Equal(tr, []string{"first", "second"}) || first.body != `{"n":1}` ||
+		first.header.Get("Content-Type") != "application/json" || first.header.Get("Message-Id") != "o-1" {
+		t.Errorf("first row sent with headers %v, body %q", first.header, first.body)
+	}
+	out, _, code = run(t, "relay", "list-failed", "--db", path, "--json")
+	var f map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &f) != nil || f["message_id"] != "o-2" ||
+		!strings.Contains(f["last_error"].(string), `header 1 ("X-Bin") is not a valid HTTP header`) {
+		t.Fatalf("list-failed: %d %q", code, out)
+	}
+}
