@@ -65,6 +65,7 @@ type topicPartition struct {
 type partitionState struct {
 	watermark int64       // last offset known committed in the database; -1: none
 	failures  int         // consecutive batch transactions that failed
+	failingAt time.Time   // when the first of them failed
 	resume    *time.Timer // ends a pause after a Retry or a failure
 }
 
