@@ -66,7 +66,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.KafkaGroup, "kafka-group", "", "Kafka consumer group")
 	s(&f.KafkaKey, "kafka-key", "offset", "message id of a record: offset (topic/partition/offset) or header:NAME")
 	s(&f.KafkaScope, "kafka-scope", "kafka", "inbox scope of the Kafka records")
-	fs.DurationVar(&f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, "Kafka group session timeout")
+	durationFlag(fs, &f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, false, "Kafka group session timeout")
 	s(&f.AMQPURL, "amqp-url", "", "RabbitMQ URL, amqp://user:pass@host:5672/vhost (turns the RabbitMQ source on)")
 	s(&f.AMQPQueue, "amqp-queue", "", "RabbitMQ queue consumed (it must exist)")
 	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
@@ -83,7 +83,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.NATSKey, "nats-key", "msg-id", "message id of a message: msg-id (Nats-Msg-Id, else stream/sequence), sequence or header:NAME")
 	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
 	s(&f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
-	fs.DurationVar(&f.NATSAckWait, "nats-ack-wait", 30*time.Second, "JetStream AckWait: an unacked message comes back after it")
+	durationFlag(fs, &f.NATSAckWait, "nats-ack-wait", 30*time.Second, false, "JetStream AckWait: an unacked message comes back after it")
 	for _, r := range []struct {
 		v    *string
 		name string
