@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -111,5 +112,62 @@ func TestServeOutboxFromKafkaThroughTheRelay(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &f) != nil || f["message_id"] != "o-2" ||
 		!strings.Contains(f["last_error"].(string), `header 1 ("X-Bin") is not a valid HTTP header`) {
 		t.Fatalf("list-failed: %d %q", code, out)
+	}
+}
+
+// TestServeKafkaRetryFlags: --kafka-backoff-initial and -max and
+// TXINBOX_KAFKA_MAX_ATTEMPTS reach the Kafka source: a record whose
+// statement always fails is dead-lettered after 2 attempts, within
+// seconds, and the record behind it in the partition is processed.
+func TestServeKafkaRetryFlags(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	seeds, cl := startKafka(t, map[string]string{"orders": ""})
+	for _, id := range []string{"poison", "after"} {
+		r := &kgo.Record{Topic: "orders", Key: []byte("same-partition"), Value: []byte(id),
+			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: io.Discard, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(k string) string {
+		if k == "TXINBOX_KAFKA_MAX_ATTEMPTS" {
+			return "2"
+		}
+		return ""
+	}}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", testdb.URL(), "--schema", schema, "--no-purge", "--effect", "sql",
+			"--effect-sql", "SELECT CASE WHEN $2 = 'poison' THEN 1/0 END", "--kafka-brokers", seeds, "--kafka-topics", "orders",
+			"--kafka-group", "g", "--kafka-key", "header:message-id", "--kafka-scope", "orders", "--retention", "30d",
+			"--accept-short-retention", "--kafka-backoff-initial", "100ms", "--kafka-backoff-max", "200ms"})
+	}()
+	var attempts, processed int
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs)
+		default:
+		}
+		admin.QueryRow(context.Background(), `SELECT coalesce(max(attempts), 0) FROM `+schema+`.txinbox_dead_letters WHERE message_id = 'poison'`).Scan(&attempts) //nolint:errcheck // polled
+		admin.QueryRow(context.Background(), `SELECT count(*) FROM `+schema+`.txinbox_inbox WHERE message_id = 'after'`).Scan(&processed)                          //nolint:errcheck // polled
+		if attempts > 0 && processed == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s: poison dead-lettered after %d attempts, %d records behind it processed: %s", attempts, processed, errs)
+		}
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("serve exited %d: %s", code, errs)
+	}
+	if attempts != 2 || !strings.Contains(errs.String(), "max_attempts=2") {
+		t.Errorf("dead-lettered after %d attempts, want 2 (TXINBOX_KAFKA_MAX_ATTEMPTS); log: %s", attempts, errs)
 	}
 }
