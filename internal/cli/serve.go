@@ -19,6 +19,7 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -363,6 +364,9 @@ func (r *serveRun) run(ctx context.Context) int {
 	case err := <-failed:
 		fmt.Fprintln(r.env.Stderr, "txinbox serve:", err)
 		code = ExitFailure
+		if _, refused := errors.AsType[*kafka.RefusedError](err); refused {
+			code = ExitUsage // the configuration is wrong: retrying cannot help
+		}
 	}
 	r.o.ops.ready.Store(false)
 	stopSources()

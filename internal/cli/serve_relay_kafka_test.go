@@ -171,3 +171,26 @@ func TestServeKafkaRetryFlags(t *testing.T) {
 		t.Errorf("dead-lettered after %d attempts, want 2 (TXINBOX_KAFKA_MAX_ATTEMPTS); log: %s", attempts, errs)
 	}
 }
+
+// TestServeStopsWhenKafkaRefusesTheConfiguration: a session timeout above
+// the group's maximum (kfake's 5 minutes, as Kafka's
+// group.max.session.timeout.ms) is refused by the broker with
+// INVALID_SESSION_TIMEOUT: serve stops with exit 2 and the broker's words
+// instead of retrying for ever.
+func TestServeStopsWhenKafkaRefusesTheConfiguration(t *testing.T) {
+	t.Parallel()
+	seeds, _ := startKafka(t, map[string]string{"orders": ""})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: io.Discard, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	code := cli.Main(ctx, env, []string{"serve", "--db", filepath.Join(t.TempDir(), "r.db"), "--no-purge",
+		"--kafka-brokers", seeds, "--kafka-topics", "orders", "--kafka-group", "g", "--kafka-session-timeout", "10m"})
+	if ctx.Err() != nil {
+		t.Fatalf("serve still running after 60s: %s", errs)
+	}
+	if code != cli.ExitUsage || !strings.Contains(errs.String(), "INVALID_SESSION_TIMEOUT") ||
+		!strings.Contains(errs.String(), "refuse the consumer group for good") {
+		t.Errorf("exit %d, stderr %s; want %d and the broker's INVALID_SESSION_TIMEOUT", code, errs, cli.ExitUsage)
+	}
+}
