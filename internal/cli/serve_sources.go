@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -513,7 +514,12 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 // cancelled) but a batch already in its transaction commits and is acked,
 // rather than rolled back and redelivered. hard, cancelled when
 // --shutdown-timeout passes, still cuts it: then nothing of it is acked.
-type drainHook struct{ hard context.Context }
+// inFlight counts the batches in their transaction, for a stop that
+// times out to say whether it cut any.
+type drainHook struct {
+	hard     context.Context
+	inFlight *atomic.Int64
+}
 
 var _ txinbox.BatchStartHook = drainHook{}
 
@@ -521,7 +527,8 @@ var _ txinbox.BatchStartHook = drainHook{}
 func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, func(error)) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(h.hard, cancel)
-	return bctx, func(error) { stop(); cancel() }
+	h.inFlight.Add(1)
+	return bctx, func(error) { h.inFlight.Add(-1); stop(); cancel() }
 }
 
 // lagCollector exports txinbox_source_lag{scope,source,partition}: the
