@@ -295,6 +295,7 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 		}
 		defer rs.close()
 		r.sources = append(r.sources, rs)
+		o.ops.checks[rs.name] = rs.ready
 	}
 	stopOps, err := o.ops.start(ctx, env, logger, db)
 	if err != nil {
