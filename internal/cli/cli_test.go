@@ -286,20 +286,20 @@ func TestNumericFlagsAreChecked(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"purge", "--db", db, "--batch", "0"}, "-batch: 0: must be at least 1"},
-		{[]string{"purge", "--db", db, "--batch", "-5"}, "-batch: -5: must be at least 1"},
-		{[]string{"purge", "--db", db, "--batch", "many"}, `-batch: "many" is not a whole number`},
-		{[]string{"relay", "--db", db, "--target", "http", "--http-url", "http://x", "--concurrency", "0"}, "-concurrency: 0: must be at least 1"},
-		{[]string{"relay", "list-failed", "--db", db, "--limit", "0"}, "-limit: 0: must be at least 1"},
-		{[]string{"dlq", "list", "--db", db, "--limit", "-1"}, "-limit: -1: must be at least 1"},
-		{[]string{"serve", "--db", db, "--purge-interval", "0s"}, "-purge-interval: 0s: must be positive"},
-		{[]string{"serve", "--db", db, "--kafka-session-timeout", "-1s"}, "-kafka-session-timeout: -1s: must not be negative"},
-		{[]string{"serve", "--db", db, "--relay-batch", "0"}, "-relay-batch: 0: must be at least 1"},
-		{[]string{"serve", "--db", db, "--as4-max-body", "0"}, "-as4-max-body: 0: must be at least 1"},
-		{[]string{"demo", "--duplicates", "1.5"}, `-duplicates: "1.5": must be a number from 0 to 1`},
-		{[]string{"demo", "--duplicates", "NaN"}, `-duplicates: "NaN": must be a number from 0 to 1`},
-		{[]string{"bench", "--conns", "0"}, "-conns: 0: must be at least 1"},
-		{[]string{"migrate", "--db", db, "--partition-period", "0s"}, "-partition-period: 0s: must be positive"},
+		{[]string{"purge", "--db", db, "--batch", "0"}, "--batch must be at least 1, not 0"},
+		{[]string{"purge", "--db", db, "--batch", "-5"}, "--batch must be at least 1, not -5"},
+		{[]string{"purge", "--db", db, "--batch", "many"}, `--batch must be a whole number, not "many"`},
+		{[]string{"relay", "--db", db, "--target", "http", "--http-url", "http://x", "--concurrency", "0"}, "--concurrency must be at least 1, not 0"},
+		{[]string{"relay", "list-failed", "--db", db, "--limit", "0"}, "--limit must be at least 1, not 0"},
+		{[]string{"dlq", "list", "--db", db, "--limit", "-1"}, "--limit must be at least 1, not -1"},
+		{[]string{"serve", "--db", db, "--purge-interval", "0s"}, "--purge-interval must be positive, not 0s"},
+		{[]string{"serve", "--db", db, "--kafka-session-timeout", "-1s"}, "--kafka-session-timeout must not be negative, not -1s"},
+		{[]string{"serve", "--db", db, "--relay-batch", "0"}, "--relay-batch must be at least 1, not 0"},
+		{[]string{"serve", "--db", db, "--as4-max-body", "0"}, "--as4-max-body must be at least 1, not 0"},
+		{[]string{"demo", "--duplicates", "1.5"}, `--duplicates must be a number from 0 to 1, not "1.5"`},
+		{[]string{"demo", "--duplicates", "NaN"}, `--duplicates must be a number from 0 to 1, not "NaN"`},
+		{[]string{"bench", "--conns", "0"}, "--conns must be at least 1, not 0"},
+		{[]string{"migrate", "--db", db, "--partition-period", "0s"}, "--partition-period must be positive, not 0s"},
 	} {
 		if _, errs, code := run(t, c.args...); code != cli.ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, cli.ExitUsage, c.want)
