@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -106,5 +108,79 @@ func TestServeRelayOnly(t *testing.T) {
 	}
 	if rcv.count() != 3 {
 		t.Errorf("the receiver got %d rows, want 3", rcv.count())
+	}
+}
+
+// TestServeReadyzShowsAStuckRelay: while the relay of serve --relay-target
+// cannot claim (its table is gone), /readyz answers 503 naming the relay
+// and why, and /metrics shows how long it has been failing; once the
+// table is back the relay sends the row and /readyz is 200 again.
+func TestServeReadyzShowsAStuckRelay(t *testing.T) {
+	t.Parallel()
+	db := outboxRows(t, 1, false)
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	d, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := d.DB().Exec(`ALTER TABLE ` + from + ` RENAME TO ` + to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename("txinbox_outbox", "moved_away")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lineWriter{lines: make(chan string, 16)}
+	errs := &syncBuffer{}
+	env := &cli.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", db, "--no-purge", "--http-listen", "127.0.0.1:0",
+			"--relay-target", "http", "--relay-http-url", srv.URL})
+	}()
+	var opsURL string
+	for opsURL == "" {
+		select {
+		case line := <-out.lines:
+			if rest, ok := strings.CutPrefix(line, "health and metrics on "); ok {
+				opsURL, _, _ = strings.Cut(rest, " ")
+			}
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("serve did not start: %s", errs)
+		}
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(opsURL + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "/readyz naming the stuck relay", func() bool {
+		code, body := get("/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "claiming or recording fails since") &&
+			strings.Contains(body, "no such table")
+	})
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, "txinbox_outbox_relay_failing_seconds") ||
+		strings.Contains(metrics, "txinbox_outbox_relay_batch_errors_total 0\n") {
+		t.Errorf("/metrics without a failing relay:\n%s", metrics)
+	}
+	rename("moved_away", "txinbox_outbox")
+	waitFor(t, "the row sent and /readyz ready", func() bool {
+		code, _ := get("/readyz")
+		return code == http.StatusOK && rcv.count() == 1
+	})
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Errorf("serve exited %d: %s", code, errs)
 	}
 }
