@@ -24,7 +24,7 @@ func FuzzReadRequest(f *testing.F) {
 		r, err := readRequest(body, contentType, false)
 		if err == nil {
 			fp := fingerprint(&r.user, r.parts)
-			rc := receiptEnvelope(soapOf(r.msg.SOAPVersion), "id@x", timeZero, &r.user)
+			rc := receiptEnvelope(soapOf(r.msg.SOAPVersion), "id@x", timeZero, &r.user, nil)
 			mustParseSignal(t, rc, soapOf(r.msg.SOAPVersion).contentType)
 			if len(fp) == 0 || len(r.parts) != len(r.user.PartInfos) {
 				t.Fatalf("fingerprint %d bytes, %d parts for %d PartInfos", len(fp), len(r.parts), len(r.user.PartInfos))

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/edi"
@@ -113,7 +114,11 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 // deliver submits a user message to the inbox and answers with the
 // receipt, the original receipt of a duplicate, or an ebMS error.
 func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *request) {
-	rec := h.newReceived(req)
+	rec, f := h.newReceived(req)
+	if f != nil {
+		h.fail(w, soapOf(req.msg.SOAPVersion), f)
+		return
+	}
 	msg := &txinbox.Message{
 		Scope: rec.Scope, ID: rec.Key, Source: "as4", SourcePosition: r.RemoteAddr,
 		PartitionKey: req.msg.Sender().ID, Payload: rec.Fingerprint, ReceivedAt: rec.ReceivedAt,
@@ -137,7 +142,7 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	case txinbox.Processed:
 		writeReceipt(w, rec.Receipt)
 	case txinbox.Duplicate:
-		h.replay(r.Context(), w, rec)
+		h.replay(r.Context(), w, rec, v)
 	case txinbox.Drift:
 		h.fail(w, v, withRef(senderFailure(ValueInconsistent, "this MessageId was received before from the same party with other content (header or payloads)"), rec.UserMessage.MessageID))
 	case txinbox.DeadLettered:
@@ -149,8 +154,10 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	}
 }
 
-// replay answers a duplicate with the receipt stored with the original.
-func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *Received) {
+// replay answers a duplicate with the receipt stored with the original:
+// byte for byte if the duplicate has the original's SOAP version, else the
+// same receipt (MessageId, Timestamp, content) in the duplicate's version.
+func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *Received, v soapVersion) {
 	stored, err := h.cfg.Store.Receipt(ctx, rec.Scope, rec.Key)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -161,22 +168,50 @@ func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *R
 		writeReceipt(w, rec.Receipt)
 	case err != nil:
 		h.fail(w, soapOf(rec.SOAPVersion), withRef(receiverFailure(http.StatusServiceUnavailable, "reading the original receipt failed; send the message again", err), rec.UserMessage.MessageID))
+	case soapOfContentType(stored.ContentType) != v:
+		id, ref, at, content, ok := storedReceiptParts(stored.Body)
+		if !ok {
+			h.log.Warn("as4: duplicate in another SOAP version; the stored receipt cannot be rewritten, so it is sent as stored", "key", rec.Key)
+			writeReceipt(w, stored)
+			return
+		}
+		writeReceipt(w, h.receipt(v, id, ref, at, content))
 	default:
 		writeReceipt(w, stored)
 	}
 }
 
-func (h *Handler[TTx]) newReceived(req *request) *Received {
+// receipt returns the receipt with MessageId id for the user message ref,
+// whose eb:Receipt holds content: the one place where the bytes of a
+// receipt are made (a signing step belongs here).
+func (h *Handler[TTx]) receipt(v soapVersion, id, ref string, at time.Time, content []byte) StoredReceipt {
+	return StoredReceipt{MessageID: id, ContentType: v.contentType, Body: receiptWithContent(v, id, ref, at, content)}
+}
+
+func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
 	now := h.cfg.Inbox.Now()
 	rec := &Received{
 		Scope: h.cfg.Inbox.Scope, Key: edi.AS4Key(req.msg).ID, SOAPVersion: req.msg.SOAPVersion,
 		UserMessage: req.user, Parts: req.parts, ReceivedAt: now,
 	}
 	rec.Fingerprint = fingerprint(&rec.UserMessage, rec.Parts)
-	v := soapOf(rec.SOAPVersion)
-	id := h.cfg.NewMessageID()
-	rec.Receipt = StoredReceipt{MessageID: id, ContentType: v.contentType, Body: receiptEnvelope(v, id, now, &rec.UserMessage)}
-	return rec
+	var content xmlWriter
+	nrr, err := nrrOf(req.signatureRefs)
+	if err != nil {
+		return nil, withRef(senderFailure(InvalidHeader, "wsse:Security: "+err.Error()), rec.UserMessage.MessageID)
+	}
+	receiptContent(&content, &rec.UserMessage, nrr)
+	rec.Receipt = h.receipt(soapOf(rec.SOAPVersion), h.cfg.NewMessageID(), rec.UserMessage.MessageID, now, []byte(content.b.String()))
+	return rec, nil
+}
+
+// nrrOf returns the ebbp:NonRepudiationInformation for a signed request's
+// references, nil for an unsigned request.
+func nrrOf(refs [][]byte) ([]byte, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return NonRepudiationInformation(refs)
 }
 
 func writeReceipt(w http.ResponseWriter, rc StoredReceipt) {

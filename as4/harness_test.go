@@ -26,6 +26,7 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/as4/internal/xsdcheck"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -157,7 +158,27 @@ func post(t testing.TB, url, contentType string, body []byte) response {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	must(t, err)
-	return response{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b}
+	r := response{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b}
+	validateAnswer(t, r)
+	return r
+}
+
+// validateAnswer checks every SOAP answer of the endpoint against the
+// official schemas (see as4/testdata/schemas). It may run in a goroutine,
+// so it never skips: without xmllint it only fails when xmllint is
+// required.
+func validateAnswer(t testing.TB, r response) {
+	t.Helper()
+	ct := strings.ToLower(r.contentType)
+	if len(r.body) == 0 || !(strings.HasPrefix(ct, "application/soap+xml") || strings.HasPrefix(ct, "text/xml")) {
+		return
+	}
+	switch {
+	case xsdcheck.Present():
+		xsdcheck.Validate(t, fmt.Sprintf("answer (HTTP %d)", r.status), r.body)
+	case xsdcheck.Required():
+		t.Error("xmllint is required (TXINBOX_REQUIRE_XMLLINT=1 or CI=true) but not on PATH")
+	}
 }
 
 // signalOf parses an answer as an ebMS signal.

@@ -20,6 +20,9 @@ type request struct {
 	env   *envelope
 	user  UserMessage
 	parts []Part
+	// signatureRefs are the ds:Reference elements of the request's
+	// signature, for a non-repudiation receipt; nil if it is unsigned.
+	signatureRefs [][]byte
 }
 
 // mimePart is one non-root part of a multipart/related request.
@@ -60,7 +63,7 @@ func readRequest(body []byte, contentType string, acceptUnverified bool) (*reque
 	if env.user == nil {
 		return nil, withRef(senderFailure(InvalidHeader, "no eb:UserMessage in eb:Messaging"), msg.MessageID)
 	}
-	r := &request{msg: msg, env: env, user: env.user.userMessage()}
+	r := &request{msg: msg, env: env, user: env.user.userMessage(), signatureRefs: env.signatureRefs}
 	if f := r.checkHeader(); f != nil {
 		return nil, withRef(f, msg.MessageID)
 	}
