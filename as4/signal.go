@@ -2,8 +2,8 @@ package as4
 
 import (
 	"bytes"
-	"encoding/xml"
 	"crypto/rand"
+	"encoding/xml"
 	"fmt"
 	"strings"
 	"time"
