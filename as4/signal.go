@@ -127,7 +127,7 @@ func storedReceiptParts(body []byte) (id, ref string, at time.Time, content []by
 	rid, _ := between(info, "<eb:RefToMessageId>", "</eb:RefToMessageId>")
 	content, ok4 := between(body, "<eb:Receipt>", "</eb:Receipt>")
 	t, err := time.Parse("2006-01-02T15:04:05.000Z", string(ts))
-	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || bytes.Contains(content, []byte("<eb:")) {
+	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || bytes.HasPrefix(content, []byte("<eb:")) {
 		return "", "", time.Time{}, nil, false
 	}
 	return xmlUnescape(mid), xmlUnescape(rid), t, content, true
