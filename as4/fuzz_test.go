@@ -21,7 +21,7 @@ func FuzzReadRequest(f *testing.F) {
 	f.Add([]byte("--B\r\nContent-Type: application/soap+xml\r\n\r\n<a/>\r\n--B\r\nContent-ID: <x>\r\n\r\nx\r\n--B--\r\n"), "multipart/related; boundary=B")
 	f.Add([]byte("<S12:Envelope xmlns:S12=\"http://www.w3.org/2003/05/soap-envelope\"><S12:Body/></S12:Envelope>"), "")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
-		r, err := readRequest(body, contentType, false)
+		r, err := readRequest(body, contentType, defaultLimits, false)
 		if err == nil {
 			fp := fingerprint(&r.user, r.parts)
 			rc := receiptEnvelope(soapOf(r.msg.SOAPVersion), "id@x", timeZero, &r.user, nil)

@@ -1,10 +1,10 @@
 package as4
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -25,6 +25,8 @@ type Handler[TTx any] struct {
 	// pending hands each request's message to the inbox handler, which
 	// receives the same *txinbox.Message that ServeHTTP submitted.
 	pending sync.Map // *txinbox.Message → *Received
+	// slots holds one token per request being answered.
+	slots chan struct{}
 }
 
 // New returns a Handler that deduplicates through driver's inbox and
@@ -34,7 +36,7 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Handler[TTx], err
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger}
+	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
 	inbox := cfg.Inbox
 	inbox.Handler = h.save
 	p, err := txinbox.NewProcessor(driver, inbox)
@@ -73,12 +75,19 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "AS4 messages are sent with POST", http.StatusMethodNotAllowed)
 		return
 	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		h.fail(w, soap12, busy(cap(h.slots)))
+		return
+	}
 	body, f := h.readBody(w, r)
 	if f != nil {
 		h.fail(w, soap12, f)
 		return
 	}
-	req, err := readRequest(body, r.Header.Get("Content-Type"), h.cfg.AcceptUnverifiedSecurity)
+	req, err := readRequest(body, r.Header.Get("Content-Type"), h.limits(), h.cfg.AcceptUnverifiedSecurity)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
@@ -92,6 +101,10 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (h *Handler[TTx]) limits() limits {
+	return limits{depth: h.cfg.MaxDepth, elements: h.cfg.MaxElements, decompressed: h.cfg.MaxDecompressedBytes}
+}
+
 // readBody reads the request body up to Config.MaxBodyBytes.
 func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
 	limit := h.cfg.MaxBodyBytes
@@ -100,7 +113,13 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// A body of known length is read into one buffer of that size.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
