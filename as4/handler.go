@@ -116,7 +116,7 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	// A body of known length is read into one buffer of that size.
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	body := buf.Bytes()
