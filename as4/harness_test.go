@@ -47,12 +47,15 @@ type options struct {
 	maxAttempts int
 	// maxConcurrent is MaxConcurrentRequests (0: the default).
 	maxConcurrent int
+	// maxDecompressed is MaxDecompressedBytes (0: the default).
+	maxDecompressed int64
 }
 
 // endpoint is a running endpoint over real HTTP and a real database.
 type endpoint struct {
 	url        string
 	deliveries atomic.Int64 // Deliver calls that succeeded (committed or not)
+	delivered  atomic.Pointer[as4.Received] // the last message Deliver got
 	count      func(t *testing.T, query string, args ...any) int
 	exec       func(t *testing.T, query string, args ...any)
 }
@@ -64,6 +67,7 @@ func deliver[TTx any](e *endpoint, o options) as4.DeliverFunc[TTx] {
 			return errors.New("injected delivery failure")
 		}
 		e.deliveries.Add(1)
+		e.delivered.Store(m)
 		return nil
 	}
 }
@@ -98,7 +102,7 @@ func newPG(t testing.TB, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := pool.Exec(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[pgx.Tx]{Store: st, Deliver: deliver[pgx.Tx](e, o),
-		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -126,7 +130,7 @@ func newSQLite(t *testing.T, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := db.ExecContext(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Deliver: deliver[*sql.Tx](e, o),
-		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -223,6 +227,9 @@ type userMessage struct {
 	payloads [][]byte
 	security string // a header block written before eb:Messaging
 	soap11   bool
+	// partProperties replaces the eb:Property elements of every PartInfo
+	// (default: MimeType application/xml).
+	partProperties string
 }
 
 func newID() string {
@@ -237,8 +244,12 @@ func (m userMessage) envelope() string {
 		ns, p = "http://schemas.xmlsoap.org/soap/envelope/", "S11"
 	}
 	var parts strings.Builder
+	props := m.partProperties
+	if props == "" {
+		props = `<eb:Property name="MimeType">application/xml</eb:Property>`
+	}
 	for i := range m.payloads {
-		fmt.Fprintf(&parts, `<eb:PartInfo href="cid:part%d@test"><eb:PartProperties><eb:Property name="MimeType">application/xml</eb:Property></eb:PartProperties></eb:PartInfo>`, i)
+		fmt.Fprintf(&parts, `<eb:PartInfo href="cid:part%d@test"><eb:PartProperties>%s</eb:PartProperties></eb:PartInfo>`, i, props)
 	}
 	payloadInfo := ""
 	if len(m.payloads) > 0 {

@@ -79,7 +79,7 @@ func readRequest(body []byte, contentType string, lim limits, acceptUnverified b
 	if f := r.checkHeader(); f != nil {
 		return nil, withRef(f, msg.MessageID)
 	}
-	if r.parts, f = resolveParts(&r.user, env, parts); f != nil {
+	if r.parts, f = resolveParts(&r.user, env, parts, lim); f != nil {
 		return nil, withRef(f, msg.MessageID)
 	}
 	return r, nil

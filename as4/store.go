@@ -58,10 +58,23 @@ type Part struct {
 	// ContentType is the MIME part's Content-Type; "" for a payload in the
 	// SOAP Body.
 	ContentType string
-	// Data is the payload after Content-Transfer-Encoding decoding; a
-	// compressed payload stays compressed. A payload in the SOAP Body is
-	// the bytes as they appear in the envelope.
+	// Data is the payload after Content-Transfer-Encoding decoding and,
+	// for a compressed payload, after gzip decompression. A payload in the
+	// SOAP Body is the bytes as they appear in the envelope.
 	Data []byte
+	// Compressed reports that the payload was sent gzip-compressed
+	// (CompressionType application/gzip) and Data is its decompressed
+	// content.
+	Compressed bool
+}
+
+// MimeType returns the payload's media type: the MimeType part property
+// (required for a compressed payload), else the MIME part's Content-Type.
+func (p *Part) MimeType() string {
+	if mt := p.Info.Property("MimeType"); mt != "" {
+		return mt
+	}
+	return p.ContentType
 }
 
 // SHA256 returns the SHA-256 of the payload.
