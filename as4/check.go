@@ -167,4 +167,3 @@ func resolvePart(pi *PartInfo, env *envelope, byCID map[string]*mimePart) (Part,
 	mp.used = true
 	return Part{Info: *pi, ContentID: mp.contentID, ContentType: mp.contentType, Data: mp.data}, "cid:" + mp.contentID, nil
 }
-

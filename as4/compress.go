@@ -50,4 +50,3 @@ func decompress(p *Part, budget *int64, limit int64) *failure {
 	p.Compressed = true
 	return nil
 }
-

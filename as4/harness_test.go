@@ -54,7 +54,7 @@ type options struct {
 // endpoint is a running endpoint over real HTTP and a real database.
 type endpoint struct {
 	url        string
-	deliveries atomic.Int64 // Deliver calls that succeeded (committed or not)
+	deliveries atomic.Int64                 // Deliver calls that succeeded (committed or not)
 	delivered  atomic.Pointer[as4.Received] // the last message Deliver got
 	count      func(t *testing.T, query string, args ...any) int
 	exec       func(t *testing.T, query string, args ...any)

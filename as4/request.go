@@ -2,8 +2,8 @@ package as4
 
 import (
 	"bytes"
-	"encoding/xml"
 	"encoding/base64"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
