@@ -51,6 +51,10 @@ type Config[TTx any] struct {
 	// decompression; a larger one is refused with EBMS:0303 as soon as
 	// decompression passes the limit. Default DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int64
+	// Agreements are the P-Modes of the partner agreements (see
+	// Agreement and LoadAgreements). Empty: every well-formed message is
+	// accepted, its MessageId scoped by the sender.
+	Agreements []Agreement
 	// AcceptUnverifiedSecurity accepts messages whose wsse:Security header
 	// is marked mustUnderstand, although the endpoint verifies no
 	// signature and decrypts nothing: set it only when TLS client
@@ -107,6 +111,8 @@ func (c Config[TTx]) validate() error {
 		return &ConfigError{Field: "Inbox.Handler", Msg: "must be nil: use Deliver for the business effect"}
 	case c.MaxBodyBytes < 0:
 		return &ConfigError{Field: "MaxBodyBytes", Msg: "must not be negative"}
+	case validateAgreements(c.Agreements) != nil:
+		return validateAgreements(c.Agreements)
 	case c.MaxDepth < 0:
 		return &ConfigError{Field: "MaxDepth", Msg: "must not be negative"}
 	case c.MaxElements < 0:

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/edi"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -97,6 +96,10 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.fail(w, soap12, receiverFailure(http.StatusInternalServerError, err.Error(), err))
 	default:
+		if req.agreement, f = matchAgreement(h.cfg.Agreements, req); f != nil {
+			h.fail(w, soapOf(req.msg.SOAPVersion), withRef(f, req.user.MessageID))
+			return
+		}
 		h.deliver(w, r, req)
 	}
 }
@@ -163,7 +166,7 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	case txinbox.Duplicate:
 		h.replay(r.Context(), w, rec, v)
 	case txinbox.Drift:
-		h.fail(w, v, withRef(senderFailure(ValueInconsistent, "this MessageId was received before from the same party with other content (header or payloads)"), rec.UserMessage.MessageID))
+		h.fail(w, v, withRef(senderFailure(ValueInconsistent, "this MessageId was received before with other content (header or payloads) from the same party, or from another party under an agreement with duplicates_across_senders"), rec.UserMessage.MessageID))
 	case txinbox.DeadLettered:
 		h.fail(w, v, withRef(receiverFailure(http.StatusInternalServerError, "the message failed too often and was dead-lettered; an operator must act", res.Err), rec.UserMessage.MessageID))
 	default: // Retry
@@ -210,12 +213,19 @@ func (h *Handler[TTx]) receipt(v soapVersion, id, ref string, at time.Time, cont
 func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
 	now := h.cfg.Inbox.Now()
 	rec := &Received{
-		Scope: h.cfg.Inbox.Scope, Key: edi.AS4Key(req.msg).ID, SOAPVersion: req.msg.SOAPVersion,
+		Scope: h.cfg.Inbox.Scope, Key: inboxKey(req.agreement, req.msg), SOAPVersion: req.msg.SOAPVersion,
 		UserMessage: req.user, Parts: req.parts, ReceivedAt: now,
 	}
 	rec.Fingerprint = fingerprint(&rec.UserMessage, rec.Parts)
 	var content xmlWriter
-	nrr, err := nrrOf(req.signatureRefs)
+	refs := req.signatureRefs
+	if req.agreement != nil {
+		rec.Agreement = req.agreement.Name
+		if req.agreement.Receipt == ReceiptPlain {
+			refs = nil
+		}
+	}
+	nrr, err := nrrOf(refs)
 	if err != nil {
 		return nil, withRef(senderFailure(InvalidHeader, "wsse:Security: "+err.Error()), rec.UserMessage.MessageID)
 	}

@@ -25,6 +25,9 @@ type request struct {
 	// signatureRefs are the ds:Reference elements of the request's
 	// signature, for a non-repudiation receipt; nil if it is unsigned.
 	signatureRefs [][]byte
+	// agreement is the P-Mode the request falls under; nil without
+	// Config.Agreements.
+	agreement *Agreement
 }
 
 // mimePart is one non-root part of a multipart/related request.

@@ -32,10 +32,14 @@ type StoredReceipt struct {
 // Config.Deliver.
 type Received struct {
 	// Scope and Key are the inbox key: Key is edi.AS4Key's ID, the
-	// MessageId scoped by the first From PartyId and its type.
+	// MessageId scoped by the first From PartyId and its type (the
+	// MessageId alone under an agreement with DuplicatesAcrossSenders).
 	Scope, Key string
 	// SOAPVersion is "1.1" or "1.2".
 	SOAPVersion string
+	// Agreement is the Name of the Config.Agreements entry the message
+	// fell under; "" without agreements.
+	Agreement string
 	UserMessage UserMessage
 	// Parts are the payloads, aligned with UserMessage.PartInfos.
 	Parts []Part
