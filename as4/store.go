@@ -39,7 +39,7 @@ type Received struct {
 	SOAPVersion string
 	// Agreement is the Name of the Config.Agreements entry the message
 	// fell under; "" without agreements.
-	Agreement string
+	Agreement   string
 	UserMessage UserMessage
 	// Parts are the payloads, aligned with UserMessage.PartInfos.
 	Parts []Part
