@@ -89,8 +89,7 @@ func copyElement(w *xmlWriter, d *xml.Decoder, start xml.StartElement, declared 
 	}
 	stack := []frame{}
 	counter := 0
-	var open func(se xml.StartElement, decl map[string]string) (string, map[string]string)
-	open = func(se xml.StartElement, decl map[string]string) (string, map[string]string) {
+	open := func(se xml.StartElement, decl map[string]string) (string, map[string]string) {
 		scope := decl
 		var decls []string
 		prefixOf := func(space string) string {
