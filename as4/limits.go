@@ -2,9 +2,7 @@ package as4
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -38,34 +36,81 @@ type limits struct {
 
 // prescan checks the SOAP envelope against the depth and element limits
 // and refuses a DOCTYPE, before any parser builds structures from it. It
-// reads raw tokens: no namespace or element stack grows with the input.
-// Syntax errors are left to the parsers that follow, which say where.
+// scans the bytes for markup without allocating: nothing grows with the
+// input. Malformed XML is left to the parsers that follow, which say
+// where; the scan then stops.
 func prescan(root []byte, lim limits) *failure {
-	d := xml.NewDecoder(bytes.NewReader(root))
-	d.Strict = false // entities and syntax are the later parsers' business
-	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	depth, elements := 0, 0
-	for {
-		t, err := d.RawToken()
-		if err != nil {
+	for i := 0; i < len(root); {
+		j := bytes.IndexByte(root[i:], '<')
+		if j < 0 {
 			return nil
 		}
-		switch t := t.(type) {
-		case xml.StartElement:
+		i += j
+		rest := root[i:]
+		var end int // bytes of the markup at i, -1 if not closed
+		switch {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			end = indexEnd(rest, "-->")
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			end = indexEnd(rest, "]]>")
+		case bytes.HasPrefix(rest, []byte("<!")):
+			return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope has a document type declaration (%.20q... at byte %d): SOAP messages must not have one", rest, i))
+		case bytes.HasPrefix(rest, []byte("<?")):
+			end = indexEnd(rest, "?>")
+		case bytes.HasPrefix(rest, []byte("</")):
+			end = indexEnd(rest, ">")
+			depth--
+		default:
+			attrs, selfClosing := 0, false
+			end = -1
+			var quote byte
+			for k := 1; k < len(rest); k++ {
+				c := rest[k]
+				switch {
+				case quote != 0:
+					if c == quote {
+						quote = 0
+					}
+				case c == '"' || c == '\'':
+					quote = c
+				case c == '=':
+					attrs++
+				case c == '>':
+					end, selfClosing = k+1, rest[k-1] == '/'
+				}
+				if end > 0 {
+					break
+				}
+			}
 			depth++
-			elements += 1 + len(t.Attr)
+			elements += 1 + attrs
 			switch {
 			case depth > lim.depth:
-				return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope is nested deeper than %d elements (at byte %d)", lim.depth, d.InputOffset()))
+				return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope is nested deeper than %d elements (at byte %d)", lim.depth, i))
 			case elements > lim.elements:
-				return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope has more than %d elements and attributes (at byte %d)", lim.elements, d.InputOffset()))
+				return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope has more than %d elements and attributes (at byte %d)", lim.elements, i))
 			}
-		case xml.EndElement:
-			depth--
-		case xml.Directive:
-			return senderFailure(InvalidHeader, fmt.Sprintf("the SOAP envelope has a document type declaration (<!%.20s...> at byte %d): SOAP messages must not have one", t, d.InputOffset()))
+			if selfClosing {
+				depth--
+			}
 		}
+		if end < 0 {
+			return nil
+		}
+		i += end
 	}
+	return nil
+}
+
+// indexEnd returns the length of b up to and including the first sep, or
+// -1.
+func indexEnd(b []byte, sep string) int {
+	k := bytes.Index(b, []byte(sep))
+	if k < 0 {
+		return -1
+	}
+	return k + len(sep)
 }
 
 // busy is the answer beyond Config.MaxConcurrentRequests.

@@ -63,7 +63,8 @@ func allocatedBy(fn func()) uint64 {
 
 // TestRequestMemoryBounded reads hostile and valid requests of 8 MiB and
 // checks that reading one allocates at most a small multiple of its size
-// (before the limits, a deeply nested Body took about 35 bytes per byte).
+// (before the limits, a deeply nested Body took about 55 bytes per byte).
+// Under the race detector, which changes allocation, it only reports.
 // The figures are in docs/as4.md; run with -v to see them.
 func TestRequestMemoryBounded(t *testing.T) {
 	const size = 8 << 20
@@ -71,7 +72,7 @@ func TestRequestMemoryBounded(t *testing.T) {
 		kind   string
 		refuse bool
 		max    float64 // bytes allocated per byte of request
-	}{{"nest", true, 1}, {"partinfo", true, 2}, {"body", false, 5}, {"mime", false, 4}} {
+	}{{"nest", true, 0.01}, {"partinfo", true, 0.01}, {"body", false, 4}, {"mime", false, 4}} {
 		body, ct := hostileEnvelope(tt.kind, size)
 		var err error
 		alloc := allocatedBy(func() { _, err = readRequest(body, ct, defaultLimits, false) })
@@ -80,8 +81,8 @@ func TestRequestMemoryBounded(t *testing.T) {
 		if tt.refuse != (err != nil) {
 			t.Errorf("%s: err = %v, want refused %v", tt.kind, err, tt.refuse)
 		}
-		if per > tt.max {
-			t.Errorf("%s: %.2f bytes allocated per byte of request, want at most %.0f", tt.kind, per, tt.max)
+		if per > tt.max && !raceEnabled {
+			t.Errorf("%s: %.2f bytes allocated per byte of request, want at most %.2f", tt.kind, per, tt.max)
 		}
 	}
 }
