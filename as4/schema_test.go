@@ -45,41 +45,49 @@ func TestSignalsValidAgainstSchemas(t *testing.T) {
 	}
 }
 
-// TestNonRepudiationReceiptFromPhase4Sample builds the receipt for a
-// message phase4 signed: it holds every ds:Reference of the request's
-// signature, digest for digest, and is valid against the schemas.
-func TestNonRepudiationReceiptFromPhase4Sample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("testdata", "phase4", "TestMimeMessage12.xml"))
-	must(t, err)
-	env, f := readEnvelope(doc)
-	if f != nil {
-		t.Fatal(f)
-	}
-	if len(env.signatureRefs) != 1 {
-		t.Fatalf("%d ds:References read from the sample, want its one", len(env.signatureRefs))
-	}
-	nrr, err := NonRepudiationInformation(env.signatureRefs)
-	must(t, err)
-	u := env.user.userMessage()
-	rc := receiptEnvelope(soap12, "r1@txinbox", time.Now(), &u, nrr)
-	xsdcheck.Validate(t, "NRR receipt", rc)
-	var got struct {
-		Refs []struct {
-			URI    string `xml:"URI,attr"`
-			Digest string `xml:"http://www.w3.org/2000/09/xmldsig# DigestValue"`
-			Algo   struct {
-				Algorithm string `xml:"Algorithm,attr"`
-			} `xml:"http://www.w3.org/2000/09/xmldsig# DigestMethod"`
-		} `xml:"Header>Messaging>SignalMessage>Receipt>NonRepudiationInformation>MessagePartNRInformation>Reference"`
-	}
-	must(t, xml.Unmarshal(rc, &got))
-	want := regexp.MustCompile(`(?s)<ds:Reference URI="([^"]*)">.*?<ds:DigestValue>([^<]*)</ds:DigestValue>`).FindAllStringSubmatch(string(doc), -1)
-	if len(got.Refs) != len(want) {
-		t.Fatalf("receipt has %d references, the request %d:\n%s", len(got.Refs), len(want), rc)
-	}
-	for i, w := range want {
-		if got.Refs[i].URI != w[1] || strings.TrimSpace(got.Refs[i].Digest) != strings.TrimSpace(w[2]) || got.Refs[i].Algo.Algorithm != "http://www.w3.org/2001/04/xmlenc#sha256" {
-			t.Errorf("reference %d: got %+v, want URI %s digest %s", i, got.Refs[i], w[1], w[2])
+// TestNonRepudiationReceiptFromSamples builds the receipts for messages
+// phase4 and Domibus signed: each holds every ds:Reference of the
+// request's signature, digest for digest, and is valid against the
+// schemas in both SOAP versions.
+func TestNonRepudiationReceiptFromSamples(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		refs int
+	}{{"phase4/TestMimeMessage12.xml", 1}, {"domibus/bst_x509v3_incoming_message.xml", 3}} {
+		doc, err := os.ReadFile(filepath.Join("testdata", tt.file))
+		must(t, err)
+		env, f := readEnvelope(doc)
+		if f != nil {
+			t.Fatal(f)
+		}
+		if len(env.signatureRefs) != tt.refs {
+			t.Fatalf("%s: %d ds:References read, want its %d", tt.file, len(env.signatureRefs), tt.refs)
+		}
+		nrr, err := NonRepudiationInformation(env.signatureRefs)
+		must(t, err)
+		u := env.user.userMessage()
+		for _, v := range []soapVersion{soap11, soap12} {
+			rc := receiptEnvelope(v, "r1@txinbox", time.Now(), &u, nrr)
+			xsdcheck.Validate(t, tt.file+" NRR receipt "+v.prefix, rc)
+			var got struct {
+				Refs []struct {
+					URI    string `xml:"URI,attr"`
+					Digest string `xml:"http://www.w3.org/2000/09/xmldsig# DigestValue"`
+					Algo   struct {
+						Algorithm string `xml:"Algorithm,attr"`
+					} `xml:"http://www.w3.org/2000/09/xmldsig# DigestMethod"`
+				} `xml:"Header>Messaging>SignalMessage>Receipt>NonRepudiationInformation>MessagePartNRInformation>Reference"`
+			}
+			must(t, xml.Unmarshal(rc, &got))
+			want := regexp.MustCompile(`(?s)<ds:Reference URI="([^"]*)">.*?<ds:DigestMethod Algorithm="([^"]*)"/>\s*<ds:DigestValue>([^<]*)</ds:DigestValue>`).FindAllStringSubmatch(string(doc), -1)
+			if len(got.Refs) != len(want) || len(want) != tt.refs {
+				t.Fatalf("%s: receipt has %d references, the request %d:\n%s", tt.file, len(got.Refs), len(want), rc)
+			}
+			for i, w := range want {
+				if r := got.Refs[i]; r.URI != w[1] || r.Algo.Algorithm != w[2] || strings.TrimSpace(r.Digest) != strings.TrimSpace(w[3]) {
+					t.Errorf("%s reference %d: got %+v, want URI %s method %s digest %s", tt.file, i, r, w[1], w[2], w[3])
+				}
+			}
 		}
 	}
 }
