@@ -89,7 +89,11 @@ func validTimestamp(s string) bool {
 
 // resolveParts finds the payload of every PartInfo: the SOAP Body (no
 // href), an element of the envelope ("#id"), or a MIME part ("cid:id").
-func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart) ([]Part, *failure) {
+//
+// Compressed payloads are decompressed, within lim.decompressed for the
+// whole message.
+func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart, lim limits) ([]Part, *failure) {
+	budget := lim.decompressed
 	byCID := make(map[string]*mimePart, len(mimeParts))
 	for _, p := range mimeParts {
 		if _, dup := byCID[p.contentID]; dup && p.contentID != "" {
@@ -106,7 +110,7 @@ func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart) ([]Part,
 		if f != nil {
 			return nil, f
 		}
-		if f := checkCompression(&p); f != nil {
+		if f := decompress(&p, &budget, lim.decompressed); f != nil {
 			return nil, f
 		}
 		if seen[target] {
@@ -162,19 +166,4 @@ func resolvePart(pi *PartInfo, env *envelope, byCID map[string]*mimePart) (Part,
 	}
 	mp.used = true
 	return Part{Info: *pi, ContentID: mp.contentID, ContentType: mp.contentType, Data: mp.data}, "cid:" + mp.contentID, nil
-}
-
-// checkCompression checks a compressed payload's CompressionType and gzip
-// magic number; the payload is stored compressed, as received.
-func checkCompression(p *Part) *failure {
-	ct := p.Info.Property("CompressionType")
-	switch {
-	case ct == "":
-		return nil
-	case ct != "application/gzip":
-		return senderFailure(DecompressionFailure, fmt.Sprintf("payload %q: CompressionType %q is not supported (AS4 uses application/gzip)", p.Info.Href, ct))
-	case !bytes.HasPrefix(p.Data, []byte{0x1f, 0x8b}):
-		return senderFailure(DecompressionFailure, fmt.Sprintf("payload %q: CompressionType is application/gzip but the data is not gzip", p.Info.Href))
-	}
-	return nil
 }

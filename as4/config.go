@@ -36,6 +36,25 @@ type Config[TTx any] struct {
 	// MaxBodyBytes is the largest request body accepted; a larger one is
 	// answered 413 with an ebMS error. Defaults to 50 MiB.
 	MaxBodyBytes int64
+	// MaxDepth is the deepest element nesting accepted in the SOAP
+	// envelope; MaxElements the most elements and attributes in it. A
+	// request beyond either is answered EBMS:0009 before it is parsed.
+	// Default DefaultMaxDepth and DefaultMaxElements.
+	MaxDepth, MaxElements int
+	// MaxConcurrentRequests is how many requests are read and answered at
+	// once; the endpoint's memory is bounded by about this times
+	// MaxBodyBytes times a small factor (docs/as4.md). More are answered
+	// 503 with Retry-After and EBMS:0004 without reading their body.
+	// Default DefaultMaxConcurrentRequests.
+	MaxConcurrentRequests int
+	// MaxDecompressedBytes is the largest payload accepted after gzip
+	// decompression; a larger one is refused with EBMS:0303 as soon as
+	// decompression passes the limit. Default DefaultMaxDecompressedBytes.
+	MaxDecompressedBytes int64
+	// Agreements are the P-Modes of the partner agreements (see
+	// Agreement and LoadAgreements). Empty: every well-formed message is
+	// accepted, its MessageId scoped by the sender.
+	Agreements []Agreement
 	// AcceptUnverifiedSecurity accepts messages whose wsse:Security header
 	// is marked mustUnderstand, although the endpoint verifies no
 	// signature and decrypts nothing: set it only when TLS client
@@ -56,6 +75,18 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.MaxElements == 0 {
+		c.MaxElements = DefaultMaxElements
+	}
+	if c.MaxConcurrentRequests == 0 {
+		c.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if c.MaxDecompressedBytes == 0 {
+		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	if c.NewMessageID == nil {
 		c.NewMessageID = newMessageID
@@ -80,6 +111,16 @@ func (c Config[TTx]) validate() error {
 		return &ConfigError{Field: "Inbox.Handler", Msg: "must be nil: use Deliver for the business effect"}
 	case c.MaxBodyBytes < 0:
 		return &ConfigError{Field: "MaxBodyBytes", Msg: "must not be negative"}
+	case validateAgreements(c.Agreements) != nil:
+		return validateAgreements(c.Agreements)
+	case c.MaxDepth < 0:
+		return &ConfigError{Field: "MaxDepth", Msg: "must not be negative"}
+	case c.MaxElements < 0:
+		return &ConfigError{Field: "MaxElements", Msg: "must not be negative"}
+	case c.MaxConcurrentRequests < 0:
+		return &ConfigError{Field: "MaxConcurrentRequests", Msg: "must not be negative"}
+	case c.MaxDecompressedBytes < 0:
+		return &ConfigError{Field: "MaxDecompressedBytes", Msg: "must not be negative"}
 	}
 	return nil
 }

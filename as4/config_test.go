@@ -22,9 +22,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	st, err := as4pg.New(unconnectedPool(t), as4pg.Options{})
 	must(t, err)
 	for field, cfg := range map[string]as4.Config[pgx.Tx]{
-		"Store":         {},
-		"Inbox.Handler": {Store: st, Inbox: txinbox.Config[pgx.Tx]{Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error { return nil }}},
-		"MaxBodyBytes":  {Store: st, MaxBodyBytes: -1},
+		"Store":                 {},
+		"Inbox.Handler":         {Store: st, Inbox: txinbox.Config[pgx.Tx]{Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error { return nil }}},
+		"MaxBodyBytes":          {Store: st, MaxBodyBytes: -1},
+		"MaxDepth":              {Store: st, MaxDepth: -1},
+		"MaxElements":           {Store: st, MaxElements: -1},
+		"MaxConcurrentRequests": {Store: st, MaxConcurrentRequests: -1},
+		"MaxDecompressedBytes":  {Store: st, MaxDecompressedBytes: -1},
+		"Agreements[0]":         {Store: st, Agreements: []as4.Agreement{{Name: "a"}}},
+		"Agreements[1]":         {Store: st, Agreements: []as4.Agreement{{Name: "a", From: as4.PartyRef{ID: "x"}, To: as4.PartyRef{ID: "y"}}, {Name: "a", From: as4.PartyRef{ID: "x"}, To: as4.PartyRef{ID: "y"}}}},
 	} {
 		_, err := as4.New(driver, cfg)
 		var ce *as4.ConfigError

@@ -11,8 +11,12 @@
 // and the receipt it is about to send (Store), then runs Config.Deliver.
 // After the commit it answers:
 //
-//   - a new message: an ebMS Receipt signal (200);
-//   - a duplicate: the original receipt, byte for byte (200);
+//   - a new message: an ebMS Receipt signal (200), valid against the
+//     ebMS 3.0 header schema: a non-repudiation receipt with the request's
+//     ds:References for a signed message, else a wrapped copy of the
+//     eb:UserMessage;
+//   - a duplicate: the original receipt, byte for byte (200), or the
+//     same receipt in the duplicate's SOAP version;
 //   - the same MessageId with other content (drift): EBMS:0003 (400),
 //     recorded in the inbox's drift table;
 //   - a failed attempt (database error, Deliver error): EBMS:0004 (503,
@@ -20,7 +24,10 @@
 //     retry is processed;
 //   - a dead-lettered message: EBMS:0004 (500).
 //
-// Malformed messages get the ebMS error that fits, with a SOAP Fault;
+// Malformed messages get the ebMS error that fits, with a SOAP Fault; the
+// envelope's depth and element count, the requests in flight and the
+// decompressed size of gzip payloads are limited (Config); with
+// Config.Agreements (P-Modes), messages outside them get EBMS:0010;
 // receipts and errors posted to the endpoint are acknowledged with an empty
 // 200; a PullRequest gets the EBMS:0006 warning. WS-Security is not
 // verified: a wsse:Security header marked mustUnderstand is refused unless

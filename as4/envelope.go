@@ -23,6 +23,9 @@ type envelope struct {
 	bodyID    string // the Body's wsu:Id or id
 	bodyElems bool   // the Body has element content
 	ids       map[string][]byte
+	// signatureRefs are the ds:Reference elements of the wsse:Security
+	// header's ds:Signature, unverified, as self-contained XML.
+	signatureRefs [][]byte
 }
 
 // headerBlock is one child of the SOAP Header.
@@ -116,9 +119,12 @@ func (env *envelope) readHeader(d *xml.Decoder) error {
 			return err
 		}
 		env.blocks = append(env.blocks, headerBlock{name: el.Name, mustUnderstand: env.mustUnderstand(el.Attr)})
-		if el.Name.Space == ebms.NamespaceEbMS && el.Name.Local == "Messaging" {
+		switch {
+		case el.Name.Space == ebms.NamespaceEbMS && el.Name.Local == "Messaging":
 			err = env.readMessaging(d)
-		} else {
+		case el.Name.Space == NamespaceWSSE && el.Name.Local == "Security" && env.signatureRefs == nil:
+			env.signatureRefs, err = signatureReferences(d)
+		default:
 			err = d.Skip()
 		}
 		if err != nil {

@@ -1,17 +1,17 @@
 package as4
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/edi"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -24,6 +24,8 @@ type Handler[TTx any] struct {
 	// pending hands each request's message to the inbox handler, which
 	// receives the same *txinbox.Message that ServeHTTP submitted.
 	pending sync.Map // *txinbox.Message → *Received
+	// slots holds one token per request being answered.
+	slots chan struct{}
 }
 
 // New returns a Handler that deduplicates through driver's inbox and
@@ -33,7 +35,7 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Handler[TTx], err
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger}
+	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
 	inbox := cfg.Inbox
 	inbox.Handler = h.save
 	p, err := txinbox.NewProcessor(driver, inbox)
@@ -72,12 +74,19 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "AS4 messages are sent with POST", http.StatusMethodNotAllowed)
 		return
 	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		h.fail(w, soap12, busy(cap(h.slots)))
+		return
+	}
 	body, f := h.readBody(w, r)
 	if f != nil {
 		h.fail(w, soap12, f)
 		return
 	}
-	req, err := readRequest(body, r.Header.Get("Content-Type"), h.cfg.AcceptUnverifiedSecurity)
+	req, err := readRequest(body, r.Header.Get("Content-Type"), h.limits(), h.cfg.AcceptUnverifiedSecurity)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
@@ -87,8 +96,16 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.fail(w, soap12, receiverFailure(http.StatusInternalServerError, err.Error(), err))
 	default:
+		if req.agreement, f = matchAgreement(h.cfg.Agreements, req); f != nil {
+			h.fail(w, soapOf(req.msg.SOAPVersion), withRef(f, req.user.MessageID))
+			return
+		}
 		h.deliver(w, r, req)
 	}
+}
+
+func (h *Handler[TTx]) limits() limits {
+	return limits{depth: h.cfg.MaxDepth, elements: h.cfg.MaxElements, decompressed: h.cfg.MaxDecompressedBytes}
 }
 
 // readBody reads the request body up to Config.MaxBodyBytes.
@@ -99,7 +116,13 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// A body of known length is read into one buffer of that size.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
@@ -113,7 +136,11 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 // deliver submits a user message to the inbox and answers with the
 // receipt, the original receipt of a duplicate, or an ebMS error.
 func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *request) {
-	rec := h.newReceived(req)
+	rec, f := h.newReceived(req)
+	if f != nil {
+		h.fail(w, soapOf(req.msg.SOAPVersion), f)
+		return
+	}
 	msg := &txinbox.Message{
 		Scope: rec.Scope, ID: rec.Key, Source: "as4", SourcePosition: r.RemoteAddr,
 		PartitionKey: req.msg.Sender().ID, Payload: rec.Fingerprint, ReceivedAt: rec.ReceivedAt,
@@ -137,9 +164,9 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	case txinbox.Processed:
 		writeReceipt(w, rec.Receipt)
 	case txinbox.Duplicate:
-		h.replay(r.Context(), w, rec)
+		h.replay(r.Context(), w, rec, v)
 	case txinbox.Drift:
-		h.fail(w, v, withRef(senderFailure(ValueInconsistent, "this MessageId was received before from the same party with other content (header or payloads)"), rec.UserMessage.MessageID))
+		h.fail(w, v, withRef(senderFailure(ValueInconsistent, "this MessageId was received before with other content (header or payloads) from the same party, or from another party under an agreement with duplicates_across_senders"), rec.UserMessage.MessageID))
 	case txinbox.DeadLettered:
 		h.fail(w, v, withRef(receiverFailure(http.StatusInternalServerError, "the message failed too often and was dead-lettered; an operator must act", res.Err), rec.UserMessage.MessageID))
 	default: // Retry
@@ -149,8 +176,10 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	}
 }
 
-// replay answers a duplicate with the receipt stored with the original.
-func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *Received) {
+// replay answers a duplicate with the receipt stored with the original:
+// byte for byte if the duplicate has the original's SOAP version, else the
+// same receipt (MessageId, Timestamp, content) in the duplicate's version.
+func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *Received, v soapVersion) {
 	stored, err := h.cfg.Store.Receipt(ctx, rec.Scope, rec.Key)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -161,22 +190,57 @@ func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *R
 		writeReceipt(w, rec.Receipt)
 	case err != nil:
 		h.fail(w, soapOf(rec.SOAPVersion), withRef(receiverFailure(http.StatusServiceUnavailable, "reading the original receipt failed; send the message again", err), rec.UserMessage.MessageID))
+	case soapOfContentType(stored.ContentType) != v:
+		id, ref, at, content, ok := storedReceiptParts(stored.Body)
+		if !ok {
+			h.log.Warn("as4: duplicate in another SOAP version; the stored receipt cannot be rewritten, so it is sent as stored", "key", rec.Key)
+			writeReceipt(w, stored)
+			return
+		}
+		writeReceipt(w, h.receipt(v, id, ref, at, content))
 	default:
 		writeReceipt(w, stored)
 	}
 }
 
-func (h *Handler[TTx]) newReceived(req *request) *Received {
+// receipt returns the receipt with MessageId id for the user message ref,
+// whose eb:Receipt holds content: the one place where the bytes of a
+// receipt are made (a signing step belongs here).
+func (h *Handler[TTx]) receipt(v soapVersion, id, ref string, at time.Time, content []byte) StoredReceipt {
+	return StoredReceipt{MessageID: id, ContentType: v.contentType, Body: receiptWithContent(v, id, ref, at, content)}
+}
+
+func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
 	now := h.cfg.Inbox.Now()
 	rec := &Received{
-		Scope: h.cfg.Inbox.Scope, Key: edi.AS4Key(req.msg).ID, SOAPVersion: req.msg.SOAPVersion,
+		Scope: h.cfg.Inbox.Scope, Key: inboxKey(req.agreement, req.msg), SOAPVersion: req.msg.SOAPVersion,
 		UserMessage: req.user, Parts: req.parts, ReceivedAt: now,
 	}
 	rec.Fingerprint = fingerprint(&rec.UserMessage, rec.Parts)
-	v := soapOf(rec.SOAPVersion)
-	id := h.cfg.NewMessageID()
-	rec.Receipt = StoredReceipt{MessageID: id, ContentType: v.contentType, Body: receiptEnvelope(v, id, now, &rec.UserMessage)}
-	return rec
+	var content xmlWriter
+	refs := req.signatureRefs
+	if req.agreement != nil {
+		rec.Agreement = req.agreement.Name
+		if req.agreement.Receipt == ReceiptPlain {
+			refs = nil
+		}
+	}
+	nrr, err := nrrOf(refs)
+	if err != nil {
+		return nil, withRef(senderFailure(InvalidHeader, "wsse:Security: "+err.Error()), rec.UserMessage.MessageID)
+	}
+	receiptContent(&content, &rec.UserMessage, nrr)
+	rec.Receipt = h.receipt(soapOf(rec.SOAPVersion), h.cfg.NewMessageID(), rec.UserMessage.MessageID, now, []byte(content.b.String()))
+	return rec, nil
+}
+
+// nrrOf returns the ebbp:NonRepudiationInformation for a signed request's
+// references, nil for an unsigned request.
+func nrrOf(refs [][]byte) ([]byte, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return NonRepudiationInformation(refs)
 }
 
 func writeReceipt(w http.ResponseWriter, rc StoredReceipt) {

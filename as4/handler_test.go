@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/edi/ebms"
 )
 
 func TestNewMessageGetsReceipt(t *testing.T) {
@@ -283,6 +284,75 @@ func TestResendAfterInboxPurge(t *testing.T) {
 		}
 		if n := e.count(t, "SELECT count(*) FROM txinbox_as4_payloads"); n != 1 {
 			t.Errorf("%d payload rows, want 1", n)
+		}
+	})
+}
+
+// TestResendInOtherSOAPVersion: a message first sent as SOAP 1.1 and
+// resent as SOAP 1.2 is a duplicate, answered with the original receipt
+// (same MessageId) in SOAP 1.2; the 1.1 resend still gets the stored bytes.
+func TestResendInOtherSOAPVersion(t *testing.T) {
+	backends(t, options{}, func(t *testing.T, e *endpoint) {
+		m := userMessage{id: newID(), from: "sender", payloads: [][]byte{[]byte("<a/>")}, soap11: true}
+		body, ct := m.mime(false)
+		first := post(t, e.url, ct, body)
+		sig1 := wantReceipt(t, first, m.id)
+		if !strings.HasPrefix(first.contentType, "text/xml") || !bytes.Contains(first.body, []byte(ebms.NamespaceSOAP11)) {
+			t.Fatalf("SOAP 1.1 request answered as %s:\n%s", first.contentType, first.body)
+		}
+		m.soap11 = false
+		body12, ct12 := m.mime(false)
+		second := post(t, e.url, ct12, body12)
+		sig2 := wantReceipt(t, second, m.id)
+		if !strings.HasPrefix(second.contentType, "application/soap+xml") || !bytes.Contains(second.body, []byte(ebms.NamespaceSOAP12)) || bytes.Contains(second.body, []byte(ebms.NamespaceSOAP11)) {
+			t.Fatalf("SOAP 1.2 resend answered as %s:\n%s", second.contentType, second.body)
+		}
+		if sig2.MessageID != sig1.MessageID {
+			t.Errorf("the 1.2 answer is receipt %q, the original %q", sig2.MessageID, sig1.MessageID)
+		}
+		m.soap11 = true
+		body11, ct11 := m.mime(true)
+		if third := post(t, e.url, ct11, body11); !bytes.Equal(third.body, first.body) {
+			t.Errorf("the SOAP 1.1 resend did not get the stored receipt:\n%s", third.body)
+		}
+		if n := e.deliveries.Load(); n != 1 {
+			t.Errorf("%d deliveries, want 1", n)
+		}
+	})
+}
+
+// signedHeader is a wsse:Security header (not mustUnderstand) with a
+// signature of two references, as a signing sender writes it.
+const signedHeader = `<wsse:Security xmlns:wsse="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:SignedInfo>` +
+	`<ds:CanonicalizationMethod Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/><ds:SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/>` +
+	`<ds:Reference URI="#_messaging"><ds:Transforms><ds:Transform Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"><ec:InclusiveNamespaces xmlns:ec="http://www.w3.org/2001/10/xml-exc-c14n#" PrefixList="S12"/></ds:Transform></ds:Transforms><ds:DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><ds:DigestValue>bWVzc2FnaW5n</ds:DigestValue></ds:Reference>` +
+	`<ds:Reference URI="cid:part0@test"><ds:Transforms><ds:Transform Algorithm="http://docs.oasis-open.org/wss/oasis-wss-SwAProfile-1.1#Attachment-Content-Signature-Transform"/></ds:Transforms><ds:DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><ds:DigestValue>cGFydDA=</ds:DigestValue></ds:Reference>` +
+	`</ds:SignedInfo><ds:SignatureValue>c2ln</ds:SignatureValue></ds:Signature></wsse:Security>`
+
+// TestSignedMessageGetsNonRepudiationReceipt: the receipt of a signed
+// message holds its signature's references (and is schema-valid: post
+// validates every answer); an unsigned one's holds the UserMessage copy.
+func TestSignedMessageGetsNonRepudiationReceipt(t *testing.T) {
+	backends(t, options{}, func(t *testing.T, e *endpoint) {
+		m := userMessage{id: newID(), from: "sender", payloads: [][]byte{[]byte("<a/>")}, security: signedHeader}
+		body, ct := m.mime(false)
+		r := post(t, e.url, ct, body)
+		wantReceipt(t, r, m.id)
+		for _, want := range []string{"<ebbp:NonRepudiationInformation", `<ds:Reference URI="#_messaging">`, "<ds:DigestValue>bWVzc2FnaW5n</ds:DigestValue>",
+			`<ds:Reference URI="cid:part0@test">`, "<ds:DigestValue>cGFydDA=</ds:DigestValue>", `PrefixList="S12"`} {
+			if !strings.Contains(string(r.body), want) {
+				t.Errorf("receipt lacks %s:\n%s", want, r.body)
+			}
+		}
+		if strings.Contains(string(r.body), "UserMessage") {
+			t.Errorf("an NRR receipt holds a UserMessage copy:\n%s", r.body)
+		}
+		u := userMessage{id: newID(), from: "sender", payloads: [][]byte{[]byte("<a/>")}}
+		body, ct = u.mime(false)
+		r = post(t, e.url, ct, body)
+		wantReceipt(t, r, u.id)
+		if !strings.Contains(string(r.body), "OriginalUserMessage") || strings.Contains(string(r.body), "NonRepudiationInformation") {
+			t.Errorf("unsigned message's receipt:\n%s", r.body)
 		}
 	})
 }

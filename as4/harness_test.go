@@ -26,6 +26,7 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/as4/internal/xsdcheck"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -44,12 +45,18 @@ type options struct {
 	failFirstDelivery bool
 	// maxAttempts is the inbox's MaxAttempts (0: its default).
 	maxAttempts int
+	// maxConcurrent is MaxConcurrentRequests (0: the default).
+	maxConcurrent int
+	// maxDecompressed is MaxDecompressedBytes (0: the default).
+	maxDecompressed int64
+	agreements      []as4.Agreement
 }
 
 // endpoint is a running endpoint over real HTTP and a real database.
 type endpoint struct {
 	url        string
-	deliveries atomic.Int64 // Deliver calls that succeeded (committed or not)
+	deliveries atomic.Int64                 // Deliver calls that succeeded (committed or not)
+	delivered  atomic.Pointer[as4.Received] // the last message Deliver got
 	count      func(t *testing.T, query string, args ...any) int
 	exec       func(t *testing.T, query string, args ...any)
 }
@@ -61,6 +68,7 @@ func deliver[TTx any](e *endpoint, o options) as4.DeliverFunc[TTx] {
 			return errors.New("injected delivery failure")
 		}
 		e.deliveries.Add(1)
+		e.delivered.Store(m)
 		return nil
 	}
 }
@@ -95,7 +103,7 @@ func newPG(t testing.TB, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := pool.Exec(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[pgx.Tx]{Store: st, Deliver: deliver[pgx.Tx](e, o),
-		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -123,7 +131,7 @@ func newSQLite(t *testing.T, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := db.ExecContext(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Deliver: deliver[*sql.Tx](e, o),
-		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -157,7 +165,27 @@ func post(t testing.TB, url, contentType string, body []byte) response {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	must(t, err)
-	return response{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b}
+	r := response{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b}
+	validateAnswer(t, r)
+	return r
+}
+
+// validateAnswer checks every SOAP answer of the endpoint against the
+// official schemas (see as4/testdata/schemas). It may run in a goroutine,
+// so it never skips: without xmllint it only fails when xmllint is
+// required.
+func validateAnswer(t testing.TB, r response) {
+	t.Helper()
+	ct := strings.ToLower(r.contentType)
+	if len(r.body) == 0 || !(strings.HasPrefix(ct, "application/soap+xml") || strings.HasPrefix(ct, "text/xml")) {
+		return
+	}
+	switch {
+	case xsdcheck.Present():
+		xsdcheck.Validate(t, fmt.Sprintf("answer (HTTP %d)", r.status), r.body)
+	case xsdcheck.Required():
+		t.Error("xmllint is required (TXINBOX_REQUIRE_XMLLINT=1 or CI=true) but not on PATH")
+	}
 }
 
 // signalOf parses an answer as an ebMS signal.
@@ -200,6 +228,9 @@ type userMessage struct {
 	payloads [][]byte
 	security string // a header block written before eb:Messaging
 	soap11   bool
+	// partProperties replaces the eb:Property elements of every PartInfo
+	// (default: MimeType application/xml).
+	partProperties string
 }
 
 func newID() string {
@@ -214,8 +245,12 @@ func (m userMessage) envelope() string {
 		ns, p = "http://schemas.xmlsoap.org/soap/envelope/", "S11"
 	}
 	var parts strings.Builder
+	props := m.partProperties
+	if props == "" {
+		props = `<eb:Property name="MimeType">application/xml</eb:Property>`
+	}
 	for i := range m.payloads {
-		fmt.Fprintf(&parts, `<eb:PartInfo href="cid:part%d@test"><eb:PartProperties><eb:Property name="MimeType">application/xml</eb:Property></eb:PartProperties></eb:PartInfo>`, i)
+		fmt.Fprintf(&parts, `<eb:PartInfo href="cid:part%d@test"><eb:PartProperties>%s</eb:PartProperties></eb:PartInfo>`, i, props)
 	}
 	payloadInfo := ""
 	if len(m.payloads) > 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/edi/ebms"
 )
 
 // refusal is one input the endpoint must refuse.
@@ -121,9 +122,27 @@ func TestWrongCompressionSample(t *testing.T) {
 	wantError(t, post(t, e.url, ct, body), http.StatusBadRequest, as4.DecompressionFailure)
 }
 
-func TestSignalMessages(t *testing.T) {
+// TestSignedSignalsNeedVerification: signals whose wsse:Security header
+// must be understood are refused like user messages unless the endpoint
+// accepts unverified security.
+func TestSignedSignalsNeedVerification(t *testing.T) {
 	t.Parallel()
 	e := newSQLite(t, options{})
+	for name, code := range map[string]as4.ErrorCode{"TestReceipt11.xml": as4.PolicyNoncompliance, "TestReceipt12.xml": as4.PolicyNoncompliance,
+		// Its second wsse:Security has a line break in the namespace: a
+		// header block of an unknown namespace that must be understood.
+		"PullRequest12.xml": as4.InvalidHeader} {
+		r := post(t, e.url, "application/soap+xml", sample(t, name))
+		wantError(t, r, http.StatusInternalServerError, code)
+		if sig := signalOf(t, r); !strings.Contains(string(r.body), `refToMessageInError="`) || sig.RefToMessageID == "" {
+			t.Errorf("%s: the error does not name the signal:\n%s", name, r.body)
+		}
+	}
+}
+
+func TestSignalMessages(t *testing.T) {
+	t.Parallel()
+	e := newSQLite(t, options{acceptUnverified: true})
 	for _, name := range []string{"ReceiptMessage.xml", "TestReceipt11.xml", "TestReceipt12.xml", "testfiles__ErrorMessage.xml",
 		"soap11test__ErrorMessage.xml", "ErrorMessageWithFault.xml"} {
 		t.Run(name, func(t *testing.T) {
@@ -133,8 +152,9 @@ func TestSignalMessages(t *testing.T) {
 			}
 		})
 	}
-	t.Run("PullRequest12.xml", func(t *testing.T) {
-		r := post(t, e.url, "application/soap+xml", sample(t, "PullRequest12.xml"))
+	t.Run("PullRequest", func(t *testing.T) {
+		r := post(t, e.url, "application/soap+xml", []byte(`<S12:Envelope xmlns:S12="http://www.w3.org/2003/05/soap-envelope" xmlns:eb="`+ebms.NamespaceEbMS+`"><S12:Header><eb:Messaging S12:mustUnderstand="true"><eb:SignalMessage>`+
+			`<eb:MessageInfo><eb:Timestamp>2026-11-30T10:00:00Z</eb:Timestamp><eb:MessageId>pull-1@test</eb:MessageId></eb:MessageInfo><eb:PullRequest mpc="urn:test:mpc"/></eb:SignalMessage></eb:Messaging></S12:Header><S12:Body/></S12:Envelope>`))
 		wantError(t, r, http.StatusOK, as4.EmptyMessagePartitionChannel)
 		if !strings.Contains(string(r.body), `severity="warning"`) || strings.Contains(string(r.body), "Fault") {
 			t.Errorf("not a warning without fault:\n%s", r.body)

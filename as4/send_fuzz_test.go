@@ -14,7 +14,7 @@ import (
 func FuzzSendResponse(f *testing.F) {
 	const id = "msg@fuzz"
 	u := UserMessage{MessageID: id, Timestamp: "2026-01-01T00:00:00Z", Service: ebms.Service{Value: "s"}, Action: "a"}
-	receipt := receiptEnvelope(soap12, "r@x", time.Time{}, &u)
+	receipt := receiptEnvelope(soap12, "r@x", time.Time{}, &u, nil)
 	failure := errorEnvelope(soap11, "e@x", time.Time{}, withRef(senderFailure(InvalidHeader, "bad"), id))
 	f.Add(200, soap12.contentType, receipt)
 	f.Add(400, soap11.contentType, failure)

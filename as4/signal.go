@@ -1,7 +1,9 @@
 package as4
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/xml"
 	"fmt"
 	"strings"
 	"time"
@@ -22,6 +24,14 @@ var (
 
 func soapOf(version string) soapVersion {
 	if version == "1.1" {
+		return soap11
+	}
+	return soap12
+}
+
+// soapOfContentType returns the SOAP version of an answer's Content-Type.
+func soapOfContentType(ct string) soapVersion {
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/xml") {
 		return soap11
 	}
 	return soap12
@@ -78,15 +88,58 @@ func signalEnvelope(v soapVersion, id, ref string, at time.Time, content, fault 
 	return []byte(w.b.String())
 }
 
-// receiptEnvelope returns a reception-awareness receipt for u: an
-// eb:Receipt holding a copy of the eb:UserMessage (AS4 profile §5.1.8 for
-// unsigned messages).
-func receiptEnvelope(v soapVersion, id string, at time.Time, u *UserMessage) []byte {
-	return signalEnvelope(v, id, u.MessageID, at, func(w *xmlWriter) {
+// receiptEnvelope returns a receipt for u (AS4 profile §5.1.8): for a
+// signed request, nrr is its ebbp:NonRepudiationInformation (see
+// NonRepudiationInformation); for an unsigned one (nrr nil), eb:Receipt
+// holds a copy of the eb:UserMessage wrapped in an element of another
+// namespace, as the ebMS header schema requires.
+func receiptEnvelope(v soapVersion, id string, at time.Time, u *UserMessage, nrr []byte) []byte {
+	var w xmlWriter
+	receiptContent(&w, u, nrr)
+	return receiptWithContent(v, id, u.MessageID, at, []byte(w.b.String()))
+}
+
+// receiptWithContent returns a receipt whose eb:Receipt holds content.
+func receiptWithContent(v soapVersion, id, ref string, at time.Time, content []byte) []byte {
+	return signalEnvelope(v, id, ref, at, func(w *xmlWriter) {
 		w.open("eb:Receipt")
-		w.writeUserMessage(u)
+		w.b.Write(content)
 		w.close("eb:Receipt")
 	}, nil, nil)
+}
+
+// storedReceiptParts recovers the MessageId, RefToMessageId, timestamp and
+// eb:Receipt content of a receipt written by receiptWithContent, to write
+// it again in another SOAP version. ok is false for anything else (a
+// receipt stored by an older version is replayed as it is).
+func storedReceiptParts(body []byte) (id, ref string, at time.Time, content []byte, ok bool) {
+	between := func(s []byte, open, close string) ([]byte, bool) {
+		_, rest, found := bytes.Cut(s, []byte(open))
+		if !found {
+			return nil, false
+		}
+		in, _, found := bytes.Cut(rest, []byte(close))
+		return in, found
+	}
+	info, ok1 := between(body, "<eb:MessageInfo>", "</eb:MessageInfo>")
+	ts, ok2 := between(info, "<eb:Timestamp>", "</eb:Timestamp>")
+	mid, ok3 := between(info, "<eb:MessageId>", "</eb:MessageId>")
+	rid, _ := between(info, "<eb:RefToMessageId>", "</eb:RefToMessageId>")
+	content, ok4 := between(body, "<eb:Receipt>", "</eb:Receipt>")
+	t, err := time.Parse("2006-01-02T15:04:05.000Z", string(ts))
+	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil || bytes.HasPrefix(content, []byte("<eb:")) {
+		return "", "", time.Time{}, nil, false
+	}
+	return xmlUnescape(mid), xmlUnescape(rid), t, content, true
+}
+
+// xmlUnescape undoes xml.EscapeText for text the endpoint wrote.
+func xmlUnescape(b []byte) string {
+	var s string
+	if err := xml.Unmarshal(append(append([]byte("<x>"), b...), "</x>"...), &s); err != nil {
+		return string(b)
+	}
+	return s
 }
 
 // errorEnvelope returns an ebMS Error signal for f, with a SOAP Fault

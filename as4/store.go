@@ -32,10 +32,14 @@ type StoredReceipt struct {
 // Config.Deliver.
 type Received struct {
 	// Scope and Key are the inbox key: Key is edi.AS4Key's ID, the
-	// MessageId scoped by the first From PartyId and its type.
+	// MessageId scoped by the first From PartyId and its type (the
+	// MessageId alone under an agreement with DuplicatesAcrossSenders).
 	Scope, Key string
 	// SOAPVersion is "1.1" or "1.2".
 	SOAPVersion string
+	// Agreement is the Name of the Config.Agreements entry the message
+	// fell under; "" without agreements.
+	Agreement   string
 	UserMessage UserMessage
 	// Parts are the payloads, aligned with UserMessage.PartInfos.
 	Parts []Part
@@ -58,10 +62,23 @@ type Part struct {
 	// ContentType is the MIME part's Content-Type; "" for a payload in the
 	// SOAP Body.
 	ContentType string
-	// Data is the payload after Content-Transfer-Encoding decoding; a
-	// compressed payload stays compressed. A payload in the SOAP Body is
-	// the bytes as they appear in the envelope.
+	// Data is the payload after Content-Transfer-Encoding decoding and,
+	// for a compressed payload, after gzip decompression. A payload in the
+	// SOAP Body is the bytes as they appear in the envelope.
 	Data []byte
+	// Compressed reports that the payload was sent gzip-compressed
+	// (CompressionType application/gzip) and Data is its decompressed
+	// content.
+	Compressed bool
+}
+
+// MimeType returns the payload's media type: the MimeType part property
+// (required for a compressed payload), else the MIME part's Content-Type.
+func (p *Part) MimeType() string {
+	if mt := p.Info.Property("MimeType"); mt != "" {
+		return mt
+	}
+	return p.ContentType
 }
 
 // SHA256 returns the SHA-256 of the payload.

@@ -77,16 +77,16 @@ type (
 				PMode string `xml:"pmode,attr"`
 				Value string `xml:",chardata"`
 			} `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ AgreementRef"`
-			Service        typedXML `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Service"`
-			Action         string   `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Action"`
-			ConversationID string   `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ ConversationId"`
+			Services        []typedXML `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Service"`
+			Actions         []string   `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Action"`
+			ConversationIDs []string   `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ ConversationId"`
 		} `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ CollaborationInfo"`
 		Properties []propertyXML `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ MessageProperties>Property"`
 		PartInfos  []partInfoXML `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ PayloadInfo>PartInfo"`
 	}
 	partyXML struct {
 		PartyIDs []typedXML `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ PartyId"`
-		Role     string     `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Role"`
+		Roles    []string   `xml:"http://docs.oasis-open.org/ebxml-msg/ebms/v3.0/ns/core/200704/ Role"`
 	}
 	typedXML struct {
 		Type  string `xml:"type,attr"`
@@ -122,14 +122,23 @@ func (x *userMessageXML) userMessage() UserMessage {
 		MessageID: trim(x.MessageInfo.MessageID), RefToMessageID: trim(x.MessageInfo.RefToMessageID),
 		From: x.From.party(), To: x.To.party(),
 		AgreementRef: AgreementRef{Value: trim(c.AgreementRef.Value), Type: c.AgreementRef.Type, PMode: c.AgreementRef.PMode},
-		Service:      ebms.Service{Type: c.Service.Type, Value: trim(c.Service.Value)},
-		Action:       trim(c.Action), ConversationID: trim(c.ConversationID),
+		Service:      ebms.Service{Type: firstOf(c.Services).Type, Value: trim(firstOf(c.Services).Value)},
+		Action:       trim(firstOf(c.Actions)), ConversationID: trim(firstOf(c.ConversationIDs)),
 		Properties: properties(x.Properties), PartInfos: partInfos(x.PartInfos),
 	}
 }
 
+// firstOf returns the first element of s, or the zero value.
+func firstOf[T any](s []T) T {
+	var zero T
+	if len(s) == 0 {
+		return zero
+	}
+	return s[0]
+}
+
 func (p *partyXML) party() ebms.Party {
-	out := ebms.Party{Role: trim(p.Role)}
+	out := ebms.Party{Role: trim(firstOf(p.Roles))}
 	for _, id := range p.PartyIDs {
 		out.IDs = append(out.IDs, ebms.PartyID{Type: id.Type, ID: trim(id.Value)})
 	}
@@ -155,6 +164,51 @@ func partInfos(ps []partInfoXML) []PartInfo {
 		})
 	}
 	return out
+}
+
+// missingElements returns the first element the ebMS 3.0 header schema
+// requires in eb:UserMessage that is missing, empty where the schema
+// wants a non-empty string, or repeated where it allows one; "" if none.
+// (MessageInfo, MessageId and the From PartyId are checked by ebms.Parse.)
+func (x *userMessageXML) missingElements() string {
+	c := &x.Collaboration
+	for _, p := range []struct {
+		name  string
+		party *partyXML
+	}{{"eb:From", &x.From}, {"eb:To", &x.To}} {
+		switch {
+		case len(p.party.PartyIDs) == 0:
+			return "eb:PartyInfo/" + p.name + "/eb:PartyId is missing"
+		case len(p.party.Roles) != 1 || trim(p.party.Roles[0]) == "":
+			return "eb:PartyInfo/" + p.name + " must have one non-empty eb:Role"
+		}
+		for _, id := range p.party.PartyIDs {
+			if trim(id.Value) == "" {
+				return "eb:PartyInfo/" + p.name + "/eb:PartyId is empty"
+			}
+		}
+	}
+	switch {
+	case len(c.Services) != 1 || trim(c.Services[0].Value) == "":
+		return "eb:CollaborationInfo must have one non-empty eb:Service"
+	case len(c.Actions) != 1:
+		return "eb:CollaborationInfo must have one eb:Action"
+	case len(c.ConversationIDs) != 1:
+		return "eb:CollaborationInfo must have one eb:ConversationId"
+	}
+	for _, p := range x.Properties {
+		if p.Name == "" {
+			return "an eb:MessageProperties/eb:Property has no name"
+		}
+	}
+	for _, pi := range x.PartInfos {
+		for _, p := range pi.Properties {
+			if p.Name == "" {
+				return "an eb:PartProperties/eb:Property has no name"
+			}
+		}
+	}
+	return ""
 }
 
 // Property returns the value of the first property named name, or "".

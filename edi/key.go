@@ -3,6 +3,7 @@ package edi
 import (
 	"errors"
 	"fmt"
+	"github.com/txinbox/txinbox/edi/edifact"
 	"strconv"
 	"strings"
 )
@@ -46,6 +47,27 @@ type Key struct {
 	// Offset is the byte offset of the envelope in the input: the UNA or
 	// UNB, the ISA, or the eb:UserMessage start tag.
 	Offset int64
+	// Syntax is the EDIFACT syntax identifier (UNB S001/0001, e.g.
+	// "UNOC"), which names the character set of the values; "" for X12
+	// and AS4.
+	Syntax string
+}
+
+// Text returns the Fields with their values as text, for display: for
+// EDIFACT decoded from the syntax identifier's character set (UNOC as
+// ISO 8859-1, ...; see edifact.DecodeText), else with invalid UTF-8
+// replaced by U+FFFD. The ID is built from the exact bytes.
+func (k Key) Text() []Field {
+	out := make([]Field, len(k.Fields))
+	for i, f := range k.Fields {
+		if k.Kind == KindEDIFACT {
+			f.Value = edifact.DecodeText(k.Syntax, f.Value)
+		} else {
+			f.Value = strings.ToValidUTF8(f.Value, "\uFFFD")
+		}
+		out[i] = f
+	}
+	return out
 }
 
 func newKey(kind Kind, offset int64, values ...string) Key {

@@ -20,7 +20,9 @@ var ErrUnknownFormat = errors.New("edi: unknown format")
 
 // EdifactKey returns the key of an EDIFACT interchange.
 func EdifactKey(ic *edifact.Interchange) Key {
-	return newKey(KindEDIFACT, ic.Offset, ic.Key()...)
+	k := newKey(KindEDIFACT, ic.Offset, ic.Key()...)
+	k.Syntax = ic.Syntax
+	return k
 }
 
 // X12Key returns the key of an X12 interchange.

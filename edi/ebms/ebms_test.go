@@ -191,6 +191,7 @@ func TestErrors(t *testing.T) {
 		{"two eb:Messaging blocks", env12(messaging(userMessage)+messaging(userMessage), ""), "", ErrInvalidHeader, hdr, "second eb:Messaging header block"},
 		{"malformed", env12(messaging(userMessage), "")[:300] + "</S12:Envelope>", "", ErrMalformed, hdr + "/eb:UserMessage", "malformed XML: element <Timestamp> closed by </Envelope>"},
 		{"truncated", env12(messaging(userMessage), "")[:300], "", ErrMalformed, hdr + "/eb:UserMessage", "input ends inside the XML"},
+		{"DOCTYPE", `<!DOCTYPE S12:Envelope [<!ENTITY x "y">]>` + env12(messaging(userMessage), ""), "", ErrMalformed, "/", "a document type declaration (<!DOCTYPE …>) is not allowed in a SOAP message"},
 		{"unsupported encoding", strings.Replace(env12(messaging(userMessage), ""), "UTF-8", "EBCDIC", 1), "", ErrMalformed, "/", `unsupported XML encoding "EBCDIC"`},
 		{"unsupported content type", env12(messaging(userMessage), ""), "application/json", ErrNotSOAP, "Content-Type", `"application/json" is neither multipart/related nor a SOAP envelope type`},
 		{"bad content type", "x", "multipart/related; boundary", ErrMIME, "Content-Type", "cannot parse"},

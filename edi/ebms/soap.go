@@ -99,8 +99,11 @@ func (w *walker) root() (*xml.StartElement, int64, error) {
 		if err != nil {
 			return nil, off, w.xmlError(err)
 		}
-		if t, ok := t.(xml.StartElement); ok {
+		switch t := t.(type) {
+		case xml.StartElement:
 			return &t, off, nil
+		case xml.Directive:
+			return nil, off, w.errorf(off, ErrMalformed, "a document type declaration (<!DOCTYPE …>) is not allowed in a SOAP message")
 		}
 	}
 }

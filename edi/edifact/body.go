@@ -18,6 +18,7 @@ type walk struct {
 	groupRef  string
 	groupAt   int64
 	groupMsgs int
+	ungrouped int // messages outside any group
 	inMsg     bool
 	msgRef    []byte // reused: messages are many, allocations per message are avoided
 	scratch   []byte
@@ -109,6 +110,9 @@ func (w *walk) startMessage(seg segment, s Separators) error {
 	w.inMsg, w.msgAt = true, seg.offset
 	w.ic.Messages++
 	w.groupMsgs++
+	if !w.inGroup {
+		w.ungrouped++
+	}
 	return nil
 }
 
@@ -116,7 +120,7 @@ func (w *walk) startGroup(seg segment, s Separators) error {
 	switch {
 	case w.inGroup:
 		return errorf("UNG", "", seg.offset, "group %q (UNG at byte %d) has no UNE", w.groupRef, w.groupAt)
-	case w.ic.Messages > 0:
+	case w.ungrouped > 0:
 		return errorf("UNG", "", seg.offset, "groups and messages mixed: UNG after a message outside any group")
 	}
 	w.groupRef = trimKey(field(seg.raw, s, 5, 0))

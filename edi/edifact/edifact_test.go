@@ -43,6 +43,12 @@ func TestKeyBySyntaxVersion(t *testing.T) {
 			[]string{"S", "1", "R", "1", "00000000000778", ""}},
 		{"group count", "UNB+UNOA:3+S+R+010502:1237+G1'UNG+ORDERS+S:14+R:14+010502:1237+7+UN+D:96A'UNH+1+ORDERS:D:96A:UN'UNT+2+1'UNH+2+ORDERS:D:96A:UN'UNT+2+2'UNE+2+7'UNZ+1+G1'",
 			[]string{"S", "", "R", "", "G1", ""}},
+		{"two groups", "UNB+UNOA:3+S+R+010502:1237+G2'UNG+ORDERS+S:14+R:14+010502:1237+7+UN+D:96A'UNH+1+ORDERS:D:96A:UN'UNT+2+1'UNE+1+7'" +
+			"UNG+INVOIC+S:14+R:14+010502:1237+8+UN+D:96A'UNH+2+INVOIC:D:96A:UN'UNT+2+2'UNH+3+INVOIC:D:96A:UN'UNT+2+3'UNE+2+8'UNZ+2+G2'",
+			[]string{"S", "", "R", "", "G2", ""}},
+		{"three groups, one empty", "UNB+UNOA:3+S+R+010502:1237+G3'UNG+A+S+R+010502:1237+1+UN+D:96A'UNH+1+A:D:96A:UN'UNT+2+1'UNE+1+1'" +
+			"UNG+B+S+R+010502:1237+2+UN+D:96A'UNE+0+2'UNG+C+S+R+010502:1237+3+UN+D:96A'UNH+1+C:D:96A:UN'UNT+2+1'UNE+1+3'UNZ+3+G3'",
+			[]string{"S", "", "R", "", "G3", ""}},
 		{"junk before UNA", "DOC+01=x'\r\nUNA:+.? 'UNB+UNOA:3+S+R+000101:0000+J'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+J'",
 			[]string{"S", "", "R", "", "J", ""}},
 		{"byte order mark", "\xef\xbb\xbfUNB+UNOA:3+S+R+000101:0000+B'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+B'",
@@ -149,6 +155,7 @@ func TestErrors(t *testing.T) {
 		{"UNH without reference", unb + "UNH++X:D:96A:UN'UNT+2+'UNZ+1+REF'", "UNH", "0062", "message reference number is missing or empty", lu},
 		{"segment outside a message", unb + "BGM+380'UNZ+0+REF'", "BGM", "", "segment is outside a message (expected UNH, UNG, UNE or UNZ)", lu},
 		{"groups and messages mixed", unb + ug + msg + "UNE+1+G'" + msg + "UNZ+2+REF'", "UNH", "", "groups and messages mixed", lu + lg + lm + 8},
+		{"message then group", unb + msg + ug + msg + "UNE+1+G'UNZ+2+REF'", "UNG", "", "groups and messages mixed: UNG after a message outside any group", lu + lm},
 		{"UNE count mismatch", unb + ug + msg + "UNE+2+G'UNZ+1+REF'", "UNE", "0060", "control count 2 does not match 1 message", lu + lg + lm},
 		{"UNE reference mismatch", unb + ug + msg + "UNE+1+H'UNZ+1+REF'", "UNE", "0048", `group reference "H" does not match "G" in the UNG at byte 31`, lu + lg + lm},
 		{"UNG without UNE", unb + ug + msg + "UNZ+1+REF'", "UNZ", "", `group "G" (UNG at byte 31) has no UNE`, lu + lg + lm},

@@ -19,6 +19,7 @@ func FuzzEdifact(f *testing.F) {
 		"UNA=*.? ~UNB*UNOA=3*S?*=1*R*000101=0000*1~UNH*1*X~UNT*2*1~UNZ*1*1~\nUNB+UNOA:3+S+R+0:0+2'UNH+1+X'UNT+2+1'UNZ+1+2'",
 		"UNB\x1dUNOB\x1f1\x1dS\x1dR\x1d0\x1f0\x1d1\x1cUNZ\x1d0\x1d1\x1c",
 		"UNB+UNOA:3+S+R+0:0+1'UNH+1?'+X'FTX+a?",
+		"UNB+UNOC:3+S+R+0:0+1'UNG+A+S+R+0:0+1+UN+D:96A'UNH+1+X'UNT+2+1'UNE+1+1'UNG+B+S+R+0:0+2+UN+D:96A'UNH+2+X'UNT+2+2'UNE+1+2'UNZ+2+1'",
 	} {
 		f.Add([]byte(s))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/txinbox/txinbox/edi"
+	"github.com/txinbox/txinbox/edi/edifact"
 )
 
 func init() {
@@ -23,6 +24,9 @@ type keyLine struct {
 	Key    string      `json:"key"`
 	Fields []edi.Field `json:"fields"`
 	Offset int64       `json:"offset"`
+	// Charset is the character set the EDIFACT field values were decoded
+	// from (the syntax identifier's), "" otherwise.
+	Charset string `json:"charset,omitempty"`
 }
 
 // runKey prints FILE, KIND and KEY (the inbox message id) for every
@@ -92,7 +96,7 @@ func printKeys(w io.Writer, name string, keys []edi.Key, asJSON bool) error {
 	for _, k := range keys {
 		var err error
 		if asJSON {
-			err = enc.Encode(keyLine{File: name, Kind: k.Kind, Key: k.ID, Fields: k.Fields, Offset: k.Offset})
+			err = enc.Encode(keyLine{File: name, Kind: k.Kind, Key: k.ID, Fields: k.Text(), Charset: charsetOf(k), Offset: k.Offset})
 		} else {
 			_, err = fmt.Fprintf(w, "%s\t%s\t%s\n", name, k.Kind, k.ID)
 		}
@@ -101,4 +105,15 @@ func printKeys(w io.Writer, name string, keys []edi.Key, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// charsetOf names the character set of an EDIFACT key's printed values.
+func charsetOf(k edi.Key) string {
+	if k.Kind != edi.KindEDIFACT {
+		return ""
+	}
+	if cs := edifact.Charset(k.Syntax); cs != "" {
+		return cs
+	}
+	return "UTF-8 or ISO-8859-1 (syntax " + k.Syntax + ")"
 }

@@ -173,3 +173,37 @@ func keySamplesDir(t *testing.T) string {
 	}
 	return samples
 }
+
+// TestKeyCommandGroupsAndCharsets: an interchange with two functional
+// groups is keyed; --json prints UNOC (ISO 8859-1) and UNOE (ISO 8859-5)
+// senders decoded, so two senders whose bytes differ print differently,
+// while the key keeps the exact bytes.
+func TestKeyCommandGroupsAndCharsets(t *testing.T) {
+	t.Parallel()
+	in := "UNB+UNOC:3+M\xdcLLER:ZZ+R+200101:1200+G2'UNG+ORDERS+S+R+200101:1200+1+UN+D:96A'UNH+1+ORDERS:D:96A:UN'UNT+2+1'UNE+1+1'" +
+		"UNG+INVOIC+S+R+200101:1200+2+UN+D:96A'UNH+2+INVOIC:D:96A:UN'UNT+2+2'UNE+1+2'UNZ+2+G2'\n" +
+		"UNB+UNOE:3+\xbc\xd8\xdb\xdb\xd5\xe0:ZZ+R+200101:1200+C1'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+C1'\n" +
+		"UNB+UNOC:3+M\xd6LLER:ZZ+R+200101:1200+C2'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+C2'\n"
+	code, out, errOut := runKeyCLI(t, in, "--json", "-")
+	if code != ExitOK || errOut != "" {
+		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines: %q", len(lines), out)
+	}
+	want := []struct{ sender, charset, key string }{
+		{"MÜLLER", "ISO-8859-1", "edifact:M%DCLLER|ZZ|R||G2|"},
+		{"Миллер", "ISO-8859-5", "edifact:%BC%D8%DB%DB%D5%E0|ZZ|R||C1|"},
+		{"MÖLLER", "ISO-8859-1", "edifact:M%D6LLER|ZZ|R||C2|"},
+	}
+	for i, w := range want {
+		var got keyLine
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Fields[0].Value != w.sender || got.Charset != w.charset || got.Key != w.key {
+			t.Errorf("line %d: sender %q charset %q key %q, want %q %q %q", i, got.Fields[0].Value, got.Charset, got.Key, w.sender, w.charset, w.key)
+		}
+	}
+}

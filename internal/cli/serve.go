@@ -45,6 +45,21 @@ type serveOptions struct {
 	// marked mustUnderstand without verifying it (TLS or a gateway in
 	// front does). Defaults to false: they are refused.
 	AS4AcceptUnverifiedSecurity bool
+	// AS4MaxConcurrent is how many AS4 requests are answered at once
+	// (more get 503). Defaults to as4.DefaultMaxConcurrentRequests.
+	AS4MaxConcurrent int
+	// AS4MaxDecompressed is the most bytes a message's gzip payloads may
+	// decompress to. Defaults to as4.DefaultMaxDecompressedBytes.
+	AS4MaxDecompressed int64
+	// AS4Agreements is a YAML file of partner agreements (P-Modes, see
+	// as4.LoadAgreements). Defaults to none.
+	AS4Agreements string
+	// AS4Partner and AS4Self are the common case of one agreement, as
+	// "type:id" or "id": the partner's From PartyId and ours (To); given
+	// together, they add the agreement "as4-partner" with
+	// AS4RequireSignature and AS4RequireCompression.
+	AS4Partner, AS4Self                        string
+	AS4RequireSignature, AS4RequireCompression bool
 	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. Defaults
@@ -105,6 +120,12 @@ func (o serveOptions) validate() error {
 			"--sqs-queue-url or --nats-url (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
+	case o.AS4MaxConcurrent < 0 || o.AS4MaxDecompressed < 0:
+		return errors.New("--as4-max-concurrent and --as4-max-decompressed must not be negative")
+	case (o.AS4Partner == "") != (o.AS4Self == ""):
+		return errors.New("--as4-partner and --as4-self go together (the partner's PartyId and ours)")
+	case o.AS4Partner == "" && (o.AS4RequireSignature || o.AS4RequireCompression):
+		return errors.New("--as4-require-signature and --as4-require-compression need --as4-partner and --as4-self (or put them in --as4-agreements)")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	}
@@ -122,6 +143,13 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	int64Flag(fs, &o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, 1, "largest AS4 request in bytes (larger: 413)")
 	fs.BoolVar(&o.AS4AcceptUnverifiedSecurity, "as4-accept-unverified-security", false,
 		"accept wsse:Security marked mustUnderstand without verifying it (only behind TLS client auth or a verifying gateway)")
+	intFlag(fs, &o.AS4MaxConcurrent, "as4-max-concurrent", as4.DefaultMaxConcurrentRequests, 1, "AS4 requests answered at once (more: 503 with Retry-After)")
+	int64Flag(fs, &o.AS4MaxDecompressed, "as4-max-decompressed", as4.DefaultMaxDecompressedBytes, 1, "most bytes a message's gzip payloads may decompress to (more: EBMS:0303)")
+	fs.StringVar(&o.AS4Agreements, "as4-agreements", "", "YAML file of AS4 partner agreements (P-Modes); messages outside them get EBMS:0010 (default: accept any partner)")
+	fs.StringVar(&o.AS4Partner, "as4-partner", "", "one agreement: the partner's From PartyId (type:id or id), with --as4-self")
+	fs.StringVar(&o.AS4Self, "as4-self", "", "one agreement: our To PartyId (type:id or id), with --as4-partner")
+	fs.BoolVar(&o.AS4RequireSignature, "as4-require-signature", false, "the --as4-partner agreement requires signed messages")
+	fs.BoolVar(&o.AS4RequireCompression, "as4-require-compression", false, "the --as4-partner agreement requires gzip-compressed payloads")
 	durationFlag(fs, &o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, false, "time allowed to read a request's headers")
 	durationFlag(fs, &o.ReadTimeout, "read-timeout", 5*time.Minute, false, "time allowed to read a whole request")
 	durationFlag(fs, &o.WriteTimeout, "write-timeout", 6*time.Minute, false, "time allowed from a request's headers to the end of its answer")
@@ -322,10 +350,15 @@ func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver
 	}); ok {
 		o.ops.alsoPurge = p.Purge // AS4 messages expire with the inbox rows
 	}
+	agreements, err := o.agreements()
+	if err != nil {
+		return nil, ExitUsage, err
+	}
 	h, err := as4.New(driver, as4.Config[TTx]{
 		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: o.ops.hooks}, Logger: logger,
 		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
+		MaxConcurrentRequests: o.AS4MaxConcurrent, MaxDecompressedBytes: o.AS4MaxDecompressed, Agreements: agreements,
 	})
 	if err != nil {
 		return nil, ExitUsage, err
@@ -351,6 +384,24 @@ func (r *serveRun) cutAfterTimeout(stuck []string) bool {
 	fmt.Fprintf(r.env.Stderr, "txinbox serve: %d batches still in flight after %s were cut (sources not stopped: %s)\n",
 		n, r.o.ShutdownTimeout, strings.Join(stuck, ", "))
 	return false
+}
+
+// agreements returns the AS4 agreements of --as4-agreements and of
+// --as4-partner/--as4-self.
+func (o *serveOptions) agreements() ([]as4.Agreement, error) {
+	var as []as4.Agreement
+	if o.AS4Agreements != "" {
+		var err error
+		if as, err = as4.LoadAgreements(o.AS4Agreements); err != nil {
+			return nil, fmt.Errorf("--as4-agreements: %w", err)
+		}
+	}
+	if o.AS4Partner != "" {
+		from, to := party(o.AS4Partner, "").IDs[0], party(o.AS4Self, "").IDs[0]
+		as = append(as, as4.Agreement{Name: "as4-partner", From: as4.PartyRef{ID: from.ID, Type: from.Type}, To: as4.PartyRef{ID: to.ID, Type: to.Type},
+			RequireSignature: o.AS4RequireSignature, RequireCompression: o.AS4RequireCompression})
+	}
+	return as, nil
 }
 
 // run serves until ctx is done, a source fails to start or the AS4

@@ -135,7 +135,7 @@ func serveDeliver[TTx any](mode string, stmts []string, outbox string, exec txEx
 		q := `INSERT INTO ` + outbox + ` (scope, message_id, part, source, content_type, payload) VALUES ($1, $2, $3, $4, $5, $6)`
 		return func(ctx context.Context, tx TTx, m *as4.Received) error {
 			for i, p := range m.Parts {
-				if err := exec(ctx, tx, q, m.Scope, m.Key, i, firstParty(m.UserMessage.From.IDs), p.ContentType, p.Data); err != nil {
+				if err := exec(ctx, tx, q, m.Scope, m.Key, i, firstParty(m.UserMessage.From.IDs), p.MimeType(), p.Data); err != nil {
 					return err
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -432,5 +433,40 @@ func TestServeEffectSQLWithAGapOnPostgres(t *testing.T) {
 		WHERE action = 'act' AND at > now() - interval '1 hour' AND convert_from(body, 'UTF8') = '<invoice>42</invoice>'`).Scan(&n)
 	if err != nil || n != 1 {
 		t.Errorf("%d rows from --effect-sql (%v), want 1", n, err)
+	}
+}
+
+// TestServeAgreementFlags: --as4-partner/--as4-self accept the partner's
+// messages; --as4-agreements with another partner refuses them with
+// EBMS:0010; half a pair is a usage error.
+func TestServeAgreementFlags(t *testing.T) {
+	t.Parallel()
+	url, stop, errs := startServe(t, "--db", filepath.Join(t.TempDir(), "inbox.db"), "--as4-partner", "a", "--as4-self", "b")
+	postReceipt(t, url)
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("serve exited %d: %s", code, errs)
+	}
+	file := filepath.Join(t.TempDir(), "agreements.yaml")
+	if err := os.WriteFile(file, []byte("- {name: other, from: {id: z}, to: {id: b}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, stop, errs = startServe(t, "--db", filepath.Join(t.TempDir(), "inbox.db"), "--as4-agreements", file, "--as4-max-concurrent", "2")
+	resp, err := http.Post(url, "application/soap+xml", strings.NewReader(serveTestMessage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `errorCode="EBMS:0010"`) {
+		t.Errorf("message outside the agreements: %d\n%s", resp.StatusCode, body)
+	}
+	if code := stop(); code != cli.ExitOK {
+		t.Errorf("serve exited %d: %s", code, errs)
+	}
+	for _, args := range [][]string{{"--as4-partner", "a"}, {"--as4-require-signature"}} {
+		_, errs, code := run(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "x.db"), "--as4-listen", "127.0.0.1:0"}, args...)...)
+		if code != cli.ExitUsage || !strings.Contains(errs, "--as4-") {
+			t.Errorf("%v: code %d, %q", args, code, errs)
+		}
 	}
 }

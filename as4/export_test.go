@@ -1,0 +1,4 @@
+package as4
+
+// RaceEnabled tells the external tests whether the race detector runs.
+const RaceEnabled = raceEnabled
