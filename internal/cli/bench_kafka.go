@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,29 +59,28 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, o.duration/time.Duration(o.rounds))
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := time.Now()
-	drained := make(chan time.Time, 1)
-	go func() { // end the slice once every record is handled
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for ; rctx.Err() == nil; <-t.C {
-			if st := consumer.Stats(); st.Processed+st.Duplicates+st.Drift+st.DeadLettered >= benchKafkaRecords {
-				drained <- time.Now()
-				cancel()
-				return
-			}
-		}
-	}()
-	if err := consumer.Run(rctx); err != nil && rctx.Err() == nil {
+	runErr := make(chan error, 1)
+	go func() { runErr <- consumer.Run(rctx) }()
+	// The slice starts once the consumer is a member of its group: the
+	// group join is start-up, not throughput (on a loaded machine it could
+	// take the whole of a short slice).
+	if err := benchKafkaAwaitJoin(rctx, consumer, runErr); err != nil {
+		cancel()
+		<-runErr
 		return nil, err
 	}
+	start := time.Now()
+	slice := time.NewTimer(o.duration / time.Duration(o.rounds))
+	defer slice.Stop()
+	end, stopped, err := benchKafkaSlice(rctx, consumer, slice.C, runErr)
 	cancel()
-	end := time.Now()
-	select {
-	case end = <-drained:
-	default:
+	if !stopped {
+		<-runErr // counted below once the consumer has stopped
+	}
+	if err != nil {
+		return nil, err
 	}
 	elapsed := end.Sub(start).Seconds()
 	r := &benchResult{Name: "e2e-kafka", Store: "postgres", Duplicates: dup, Workers: 1, Seconds: elapsed,
@@ -131,5 +131,51 @@ type batchLatency struct{ lat *latencies }
 func (h batchLatency) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 	if info.Err == nil {
 		h.lat.add(info.Duration, info.Size)
+	}
+}
+
+// benchKafkaAwaitJoin waits until the consumer has joined its group, for
+// at most a minute. Run's result stays on runErr for the caller.
+func benchKafkaAwaitJoin(ctx context.Context, c *kafka.Consumer[pgx.Tx], runErr chan error) error {
+	deadline := time.After(time.Minute)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !c.Joined() {
+		select {
+		case err := <-runErr:
+			runErr <- err // the caller waits for Run once more
+			return fmt.Errorf("e2e-kafka: consumer stopped before joining its group: %v", err)
+		case <-deadline:
+			return errors.New("e2e-kafka: the consumer did not join its group within a minute")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// benchKafkaSlice waits until every pre-produced record is handled or the
+// slice's time is up and returns when the slice ended, and whether Run
+// has already returned (its result taken from runErr).
+func benchKafkaSlice(ctx context.Context, c *kafka.Consumer[pgx.Tx], sliceEnd <-chan time.Time, runErr <-chan error) (end time.Time, stopped bool, err error) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-runErr:
+			if ctx.Err() == nil {
+				return time.Time{}, true, fmt.Errorf("e2e-kafka: consumer stopped: %v", err)
+			}
+			return time.Now(), true, nil
+		case end := <-sliceEnd:
+			return end, false, nil
+		case <-ctx.Done():
+			return time.Now(), false, nil
+		case end := <-t.C:
+			if st := c.Stats(); st.Processed+st.Duplicates+st.Drift+st.DeadLettered >= benchKafkaRecords {
+				return end, false, nil
+			}
+		}
 	}
 }
