@@ -67,7 +67,10 @@ func SQLite(d SQLiteDatabase) *Lite {
 			(SELECT min(created_at) FROM {outbox} WHERE ` + pending + `),
 			(SELECT count(*) FROM {outbox} WHERE failed_at IS NOT NULL),
 			(SELECT count(*) FROM {outbox} WHERE sent_at IS NOT NULL)`),
-		listFailed: x(`SELECT id, scope, message_id, part, topic, key, attempts, coalesce(last_error, ''), created_at, failed_at
+		// CAST: a row failed because it did not scan (text in part,
+		// say) must still be listed.
+		listFailed: x(`SELECT id, CAST(scope AS TEXT), CAST(message_id AS TEXT), CAST(part AS INTEGER), CAST(topic AS TEXT),
+			CAST(key AS TEXT), attempts, coalesce(last_error, ''), created_at, failed_at
 			FROM {outbox} WHERE failed_at IS NOT NULL ORDER BY id DESC LIMIT ?`),
 		replay: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
 			WHERE id = ? AND failed_at IS NOT NULL AND sent_at IS NULL`),
@@ -128,14 +131,20 @@ func (l *Lite) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 			var created string
 			if err := rows.Scan(&m.ID, &m.Scope, &m.MessageID, &m.Part, &m.Source, &m.Topic, &m.Key, &m.ContentType,
 				&headers, &m.Payload, &created, &m.Attempt); err != nil {
-				return err
+				// SQLite keeps any value in any column: a row a script
+				// wrote by hand fails alone, by its id.
+				if m, err = unscannable(rows, err); err != nil {
+					return err
+				}
+				msgs = append(msgs, &m)
+				continue
 			}
 			m.Attempt++
-			if m.CreatedAt, err = parseTime(created); err != nil {
-				return fmt.Errorf("outbox: row %d: created_at: %w", m.ID, err)
-			}
-			if m.Headers, err = parseHeaders(headers); err != nil {
-				return fmt.Errorf("row %d: %w", m.ID, err)
+			var terr error
+			if m.CreatedAt, terr = parseTime(created); terr != nil {
+				m.unreadable = fmt.Errorf("outbox: created_at: %w", terr)
+			} else {
+				m.Headers, m.unreadable = parseHeaders(headers)
 			}
 			msgs = append(msgs, &m)
 		}
@@ -147,6 +156,20 @@ func (l *Lite) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 	// RETURNING does not promise an order.
 	slices.SortFunc(msgs, func(a, b *Message) int { return cmp.Compare(a.ID, b.ID) })
 	return &liteClaim{l: l, owner: spec.owner, msgs: msgs}, nil
+}
+
+// unscannable is the row rows is on, which failed to scan with scanErr,
+// as a Message with only its id, its attempt and why it is unreadable.
+func unscannable(rows *sql.Rows, scanErr error) (Message, error) {
+	var m Message
+	var skip any
+	dest := []any{&m.ID, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip}
+	if err := rows.Scan(dest...); err != nil {
+		return m, scanErr
+	}
+	m.unreadable = fmt.Errorf("outbox: reading the row: %w", scanErr)
+	m.Attempt = 1
+	return m, nil
 }
 
 // liteClaim is a lease on rows; finish records the outcomes of the rows

@@ -27,8 +27,11 @@ type Entry struct {
 	// sent one at a time in the order of creation. Also the Kafka record key.
 	Key         string
 	ContentType string
-	Headers     map[string]string
-	Payload     []byte
+	// Headers are sent with the row, in order; keys may repeat. Targets
+	// say how they map them (HTTP headers, Kafka record headers, AMQP
+	// headers).
+	Headers []Header
+	Payload []byte
 }
 
 // Message is one outbox row handed to a Target.
@@ -41,10 +44,15 @@ type Message struct {
 	Topic       string
 	Key         string
 	ContentType string
-	Headers     map[string]string
+	Headers     []Header
 	Payload     []byte
 	CreatedAt   time.Time
 	Attempt     int // 1 for the first try
+
+	// unreadable is why the row could not be read (a headers column
+	// that is not JSON of either form, say): the relay fails it without
+	// sending, so that it does not hold up the rows behind it.
+	unreadable error
 }
 
 // StableID is the row's id across resends: "scope/message_id/part". A

@@ -105,10 +105,9 @@ func (p *PG) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 		&m.ContentType, &headers, &m.Payload, &m.CreatedAt, &m.Attempt}, func() error {
 		c := m
 		c.Attempt++
-		h, err := parseHeaders(headers)
-		c.Headers = h
+		c.Headers, c.unreadable = parseHeaders(headers)
 		msgs = append(msgs, &c)
-		return err
+		return nil
 	})
 	if err != nil || len(msgs) == 0 {
 		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // nothing was written

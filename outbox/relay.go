@@ -30,6 +30,62 @@ type Relay struct {
 
 	claims, sent, retried, failed atomic.Uint64
 	sendNanos                     atomic.Int64
+
+	health relayHealth
+}
+
+// relayHealth is whether the relay's last claim and recording worked.
+type relayHealth struct {
+	mu      sync.Mutex
+	since   time.Time // first failure of the current run of failures; zero when the last batch worked
+	lastErr error
+	errors  uint64
+}
+
+func (h *relayHealth) record(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		h.since, h.lastErr = time.Time{}, nil
+		return
+	}
+	h.errors++
+	if h.since.IsZero() {
+		h.since = time.Now()
+	}
+	h.lastErr = err
+}
+
+// Health is whether a relay can claim rows and record what it sent.
+type Health struct {
+	// FailingSince is when the claims or recordings started failing
+	// (database errors, one after another); zero when the last one
+	// worked.
+	FailingSince time.Time
+	// LastError is the last such failure; nil when the last one worked.
+	LastError error
+	// BatchErrors counts the failed claims and recordings since New.
+	BatchErrors uint64
+}
+
+// Err returns nil when the relay works, else an error saying since when
+// it fails and why.
+func (h Health) Err() error {
+	if h.LastError == nil {
+		return nil
+	}
+	return fmt.Errorf("outbox relay: claiming or recording fails since %s: %w",
+		h.FailingSince.UTC().Format(time.RFC3339), h.LastError)
+}
+
+// Health reports whether the relay's last claim and recording worked:
+// for a readiness check and a metric. Failed sends are not failures of
+// the relay (they are retried by row); rows that cannot be claimed or
+// whose outcomes cannot be recorded are.
+func (r *Relay) Health() Health {
+	r.health.mu.Lock()
+	defer r.health.mu.Unlock()
+	return Health{FailingSince: r.health.since, LastError: r.health.lastErr, BatchErrors: r.health.errors}
 }
 
 // Counters are a relay's running totals since New, for metrics.
@@ -114,6 +170,15 @@ func (r *Relay) batch(ctx context.Context) (claimed, sent int, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
+	claimed, sent, err = r.sendBatch(ctx)
+	if ctx.Err() == nil || err == nil {
+		r.health.record(err)
+	}
+	return claimed, sent, err
+}
+
+// sendBatch is batch without the health record.
+func (r *Relay) sendBatch(ctx context.Context) (claimed, sent int, err error) {
 	start := time.Now()
 	c, err := r.store.claim(ctx, claimSpec{n: r.cfg.BatchSize, ordered: r.cfg.Ordered, lease: r.cfg.LeaseDuration,
 		owner: r.owner + "-" + strconv.FormatUint(r.seq.Add(1), 10)})
@@ -135,6 +200,10 @@ func (r *Relay) batch(ctx context.Context) (claimed, sent int, err error) {
 			for i := range next {
 				if ctx.Err() != nil || time.Now().After(lastStart) {
 					continue // untouched: back to the queue
+				}
+				if msgs[i].unreadable != nil {
+					outs[i] = r.failUnreadable(msgs[i])
+					continue
 				}
 				outs[i] = r.send(ctx, msgs[i])
 			}
@@ -196,6 +265,19 @@ func (r *Relay) send(ctx context.Context, m *Message) outcome {
 		r.cfg.OnSend(ev)
 	}
 	return o
+}
+
+// failUnreadable fails a row the store could not read, without sending
+// it: nothing a retry changes, and an unreadable row must not hold up the
+// rows behind it. `relay list-failed` shows it with the reason.
+func (r *Relay) failUnreadable(m *Message) outcome {
+	err := fmt.Errorf("row %d cannot be read: %w", m.ID, m.unreadable)
+	r.failed.Add(1)
+	r.cfg.Logger.Error("outbox relay: row failed for good without a send (fix the row, then replay it)", "id", m.ID, "error", err)
+	if r.cfg.OnSend != nil {
+		r.cfg.OnSend(SendEvent{Message: m, Result: Failed, Err: err})
+	}
+	return outcome{kind: failedForGood, err: errorText(err)}
 }
 
 // safeSend turns a target's panic into an error: one bad row must not take

@@ -54,7 +54,7 @@ func drain(t *testing.T, d *db, relays ...*outbox.Relay) {
 func TestAddIsIdempotentAndKeepsTheFields(t *testing.T) {
 	eachDB(t, func(t *testing.T, d *db) {
 		e := outbox.Entry{Scope: "s", MessageID: "m1", Part: 2, Source: "partner", Topic: "invoices", Key: "acct-7",
-			ContentType: "application/json", Headers: map[string]string{"h": "v"}, Payload: []byte(`{"a":1}`)}
+			ContentType: "application/json", Headers: []outbox.Header{{Key: "h", Value: "v"}}, Payload: []byte(`{"a":1}`)}
 		d.add(t, e, e)
 		d.add(t, e)
 		if n := d.count(t, "true"); n != 1 {
@@ -67,7 +67,7 @@ func TestAddIsIdempotentAndKeepsTheFields(t *testing.T) {
 			t.Fatalf("RunOnce = %d, %v", n, err)
 		}
 		want := outbox.Message{ID: got.ID, Scope: "s", MessageID: "m1", Part: 2, Source: "partner", Topic: "invoices",
-			Key: "acct-7", ContentType: "application/json", Headers: map[string]string{"h": "v"}, Payload: []byte(`{"a":1}`),
+			Key: "acct-7", ContentType: "application/json", Headers: []outbox.Header{{Key: "h", Value: "v"}}, Payload: []byte(`{"a":1}`),
 			CreatedAt: got.CreatedAt, Attempt: 1}
 		if fmt.Sprint(*got) != fmt.Sprint(want) || got.StableID() != "s/m1/2" || time.Since(got.CreatedAt) > time.Hour {
 			t.Errorf("sent %+v\nwant %+v", *got, want)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -114,30 +114,6 @@ func validateEntry(e *Entry) error {
 	return nil
 }
 
-// headersJSON encodes headers for the headers column; nil when empty.
-func headersJSON(h map[string]string) (*string, error) {
-	if len(h) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: Entry.Headers: %w", err)
-	}
-	s := string(b)
-	return &s, nil
-}
-
-func parseHeaders(b []byte) (map[string]string, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var h map[string]string
-	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("outbox: headers column: %w", err)
-	}
-	return h, nil
-}
-
 func validateLimit(limit int) error {
 	if limit <= 0 {
 		return fmt.Errorf("outbox: limit %d: must be positive", limit)
@@ -155,9 +131,12 @@ func newOwner() string {
 // errorText bounds the stored error text.
 func errorText(err error) string {
 	const maxLen = 2000
-	s := err.Error()
+	// A text column takes neither NUL nor invalid UTF-8, and a target's
+	// error may quote any bytes of a row: an outcome that cannot be
+	// recorded would send the whole batch again, for ever.
+	s := strings.ToValidUTF8(strings.ReplaceAll(err.Error(), "\x00", `\x00`), "\uFFFD")
 	if len(s) > maxLen {
-		s = s[:maxLen] + "…"
+		s = strings.ToValidUTF8(s[:maxLen], "") + "…"
 	}
 	return s
 }

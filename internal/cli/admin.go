@@ -36,7 +36,7 @@ func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra
 	var f adminFlags
 	f.db.register(fs, env)
 	fs.StringVar(&f.scope, "scope", "", "only this scope (default: all)")
-	fs.IntVar(&f.limit, "limit", 100, "at most this many rows, newest first")
+	intFlag(fs, &f.limit, "limit", 100, 1, "at most this many rows, newest first")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines")
 	if extra != nil {
 		extra(fs)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,4 +274,46 @@ func migratedSQLite(t *testing.T) (string, *sqlitestore.Driver) {
 		t.Fatal(err)
 	}
 	return db, d
+}
+
+// TestNumericFlagsAreChecked: a numeric flag out of range is refused when
+// it is parsed, naming the flag, with exit 2, whatever the command and
+// wherever the value comes from (command line, environment).
+func TestNumericFlagsAreChecked(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "n.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"purge", "--db", db, "--batch", "0"}, "-batch: 0: must be at least 1"},
+		{[]string{"purge", "--db", db, "--batch", "-5"}, "-batch: -5: must be at least 1"},
+		{[]string{"purge", "--db", db, "--batch", "many"}, `-batch: "many" is not a whole number`},
+		{[]string{"relay", "--db", db, "--target", "http", "--http-url", "http://x", "--concurrency", "0"}, "-concurrency: 0: must be at least 1"},
+		{[]string{"relay", "list-failed", "--db", db, "--limit", "0"}, "-limit: 0: must be at least 1"},
+		{[]string{"dlq", "list", "--db", db, "--limit", "-1"}, "-limit: -1: must be at least 1"},
+		{[]string{"serve", "--db", db, "--purge-interval", "0s"}, "-purge-interval: 0s: must be positive"},
+		{[]string{"serve", "--db", db, "--kafka-session-timeout", "-1s"}, "-kafka-session-timeout: -1s: must not be negative"},
+		{[]string{"serve", "--db", db, "--relay-batch", "0"}, "-relay-batch: 0: must be at least 1"},
+		{[]string{"serve", "--db", db, "--as4-max-body", "0"}, "-as4-max-body: 0: must be at least 1"},
+		{[]string{"demo", "--duplicates", "1.5"}, `-duplicates: "1.5": must be a number from 0 to 1`},
+		{[]string{"demo", "--duplicates", "NaN"}, `-duplicates: "NaN": must be a number from 0 to 1`},
+		{[]string{"bench", "--conns", "0"}, "-conns: 0: must be at least 1"},
+		{[]string{"migrate", "--db", db, "--partition-period", "0s"}, "-partition-period: 0s: must be positive"},
+	} {
+		if _, errs, code := run(t, c.args...); code != cli.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, cli.ExitUsage, c.want)
+		}
+	}
+	var errb bytes.Buffer
+	env := &cli.Env{Stdout: io.Discard, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string {
+		if k == "TXINBOX_PURGE_INTERVAL" {
+			return "-1m"
+		}
+		return ""
+	}}
+	if code := cli.Main(context.Background(), env, []string{"serve", "--db", db}); code != cli.ExitUsage ||
+		!strings.Contains(errb.String(), "TXINBOX_PURGE_INTERVAL") || !strings.Contains(errb.String(), "must not be negative") {
+		t.Errorf("TXINBOX_PURGE_INTERVAL=-1m: exit %d, stderr %q", code, errb.String())
+	}
 }

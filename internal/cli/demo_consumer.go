@@ -69,7 +69,8 @@ func runDemoConsumer(ctx context.Context, env *Env, args []string) int {
 	var dbf dbFlags
 	dbf.register(fs, env)
 	point := fs.String("crash-point", "", "stop at this crash point and wait to be killed")
-	after := fs.Int("crash-after", 0, "reach the crash point after this many messages")
+	after := new(int)
+	intFlag(fs, after, "crash-after", 0, 0, "reach the crash point after this many messages")
 	sabotage := fs.String("sabotage", "", "break the consumer on purpose (see demo --sabotage)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage

@@ -46,8 +46,8 @@ type invoicerOptions struct {
 
 func (o *invoicerOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.scenario, "scenario", "", "run another scenario: invoicer (Kafka -> inbox -> INVOIC -> outbox -> AS4 partner, 3 processes SIGKILLed)")
-	fs.IntVar(&o.invoices, "invoices", 200, "--scenario invoicer: unique InvoiceIssued events")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "--scenario invoicer: fail if the invoices are not all delivered by then")
+	intFlag(fs, &o.invoices, "invoices", 200, 1, "--scenario invoicer: unique InvoiceIssued events")
+	durationFlag(fs, &o.timeout, "timeout", 2*time.Minute, false, "--scenario invoicer: fail if the invoices are not all delivered by then")
 	fs.StringVar(&o.partnerSchema, "partner-schema", "partner", "--scenario invoicer on PostgreSQL: the schema of the partner's tables")
 }
 

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,12 +225,8 @@ func (s *sabotagedTarget) Send(ctx context.Context, m *outbox.Message) (outbox.R
 	send := m
 	if s.freshIDs {
 		c := *m
-		c.Headers = make(map[string]string, len(m.Headers)+1)
-		for k, v := range m.Headers {
-			c.Headers[k] = v
-		}
-		if c.Headers[as4target.HeaderConversationID] == "" {
-			c.Headers[as4target.HeaderConversationID] = m.MessageID
+		if m.HeaderValue(as4target.HeaderConversationID) == "" {
+			c.Headers = append(slices.Clip(m.Headers), outbox.Header{Key: as4target.HeaderConversationID, Value: m.MessageID})
 		}
 		c.MessageID = fmt.Sprintf("%s/sabotage-%016x", m.MessageID, rand.Uint64())
 		send = &c

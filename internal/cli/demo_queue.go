@@ -369,7 +369,7 @@ type queueChildFlags struct {
 func (f *queueChildFlags) register(fs *flag.FlagSet, env *Env) {
 	f.dbf.register(fs, env)
 	fs.StringVar(&f.point, "crash-point", "", "stop at this crash point and wait to be killed")
-	fs.IntVar(&f.after, "crash-after", 0, "reach the crash point after this many messages")
+	intFlag(fs, &f.after, "crash-after", 0, 0, "reach the crash point after this many messages")
 	fs.StringVar(&f.sabotage, "sabotage", "", "break the consumer on purpose (see demo --sabotage)")
 }
 

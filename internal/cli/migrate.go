@@ -19,7 +19,8 @@ func runMigrate(ctx context.Context, env *Env, args []string) int {
 	var dbf dbFlags
 	dbf.register(fs, env)
 	partitioned := fs.Bool("partitioned", false, "PostgreSQL: create the inbox partitioned by period, purged by dropping partitions (chosen at the first migrate; see docs/operations.md)")
-	period := fs.Duration("partition-period", 7*24*time.Hour, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
+	period := new(time.Duration)
+	durationFlag(fs, period, "partition-period", 7*24*time.Hour, false, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}

@@ -29,7 +29,8 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	olderThan := fs.String("older-than", "30d", "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
 	scope := fs.String("scope", "", "only this scope (default: all)")
 	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
-	batch := fs.Int("batch", 5000, "rows per batch transaction (adapts between 500 and 50,000)")
+	batch := new(int)
+	intFlag(fs, batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage

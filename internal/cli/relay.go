@@ -73,10 +73,10 @@ func (o *relayFlags) register(fs *flag.FlagSet, env *Env, prefix string) {
 	fs.StringVar(&o.httpURL, prefix+"http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
 	o.as4.register(fs, prefix)
 	fs.BoolVar(&o.ordered, prefix+"ordered", false, "send the rows of one key one at a time, in order")
-	fs.IntVar(&o.batch, prefix+"batch", 32, "rows per claim")
-	fs.IntVar(&o.concurrency, prefix+"concurrency", 4, "sends at once")
-	fs.IntVar(&o.maxAttempts, prefix+"max-attempts", 10, "sends per row before it fails for good")
-	fs.DurationVar(&o.sendTimeout, prefix+"send-timeout", 30*time.Second, "time allowed for one send")
+	intFlag(fs, &o.batch, prefix+"batch", 32, 1, "rows per claim")
+	intFlag(fs, &o.concurrency, prefix+"concurrency", 4, 1, "sends at once")
+	intFlag(fs, &o.maxAttempts, prefix+"max-attempts", 10, 1, "sends per row before it fails for good")
+	durationFlag(fs, &o.sendTimeout, prefix+"send-timeout", 30*time.Second, false, "time allowed for one send")
 }
 
 // config is the relay's Config for target.
@@ -92,7 +92,7 @@ func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag
 	o.db.register(fs, env)
 	o.relay.register(fs, env, "")
 	fs.BoolVar(&o.once, "once", false, "send what is due now, then exit")
-	fs.IntVar(&o.limit, "limit", 100, "list-failed: at most this many rows, newest first")
+	intFlag(fs, &o.limit, "limit", 100, 1, "list-failed: at most this many rows, newest first")
 	fs.BoolVar(&o.json, "json", false, "list-failed: print JSON lines")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,7 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -117,14 +119,14 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the AS4 messages")
 	fs.StringVar(&o.AS4Retention, "as4-retention", "", "keep the AS4 scope's inbox rows this long (default: --retention)")
 	fs.StringVar(&o.AS4Listen, "as4-listen", "", "address of the AS4 endpoint (path /as4), e.g. :8080 (default: none)")
-	fs.Int64Var(&o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, "largest AS4 request in bytes (larger: 413)")
+	int64Flag(fs, &o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, 1, "largest AS4 request in bytes (larger: 413)")
 	fs.BoolVar(&o.AS4AcceptUnverifiedSecurity, "as4-accept-unverified-security", false,
 		"accept wsse:Security marked mustUnderstand without verifying it (only behind TLS client auth or a verifying gateway)")
-	fs.DurationVar(&o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
-	fs.DurationVar(&o.ReadTimeout, "read-timeout", 5*time.Minute, "time allowed to read a whole request")
-	fs.DurationVar(&o.WriteTimeout, "write-timeout", 6*time.Minute, "time allowed from a request's headers to the end of its answer")
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
-	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time a stop waits for requests and batches in flight")
+	durationFlag(fs, &o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, false, "time allowed to read a request's headers")
+	durationFlag(fs, &o.ReadTimeout, "read-timeout", 5*time.Minute, false, "time allowed to read a whole request")
+	durationFlag(fs, &o.WriteTimeout, "write-timeout", 6*time.Minute, false, "time allowed from a request's headers to the end of its answer")
+	durationFlag(fs, &o.IdleTimeout, "idle-timeout", 2*time.Minute, false, "keep-alive connections idle this long are closed")
+	durationFlag(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, false, "time a stop waits for requests and batches in flight")
 	o.ops.register(fs)
 	o.Relay.register(fs, env, "relay-")
 	o.sources.register(fs)
@@ -202,6 +204,9 @@ type serveRun struct {
 	// cutBatches cancels the transactions of batches still in flight
 	// (drainHook) when the shutdown timeout passes.
 	cutBatches context.CancelFunc
+	// inFlight counts the sources' batches in their transaction
+	// (drainHook).
+	inFlight *atomic.Int64
 }
 
 // serveWith sets up the AS4 endpoint and the broker sources, checks the
@@ -228,7 +233,7 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	}
 	hard, cutBatches := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutBatches()
-	r := &serveRun{env: env, o: o, logger: logger, cutBatches: cutBatches}
+	r := &serveRun{env: env, o: o, logger: logger, cutBatches: cutBatches, inFlight: new(atomic.Int64)}
 	var horizons []horizon
 	if o.AS4Listen != "" {
 		h, code, err := setupAS4(ctx, o, db, driver, exec, newAS4, logger)
@@ -250,7 +255,7 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
 	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
 		inbox: func(name, scope string) txinbox.Config[TTx] {
-			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard}}, o.ops.hooks...),
+			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard, r.inFlight}}, o.ops.hooks...),
 				Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)}
 		}})
 	if err != nil {
@@ -327,6 +332,26 @@ func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver
 	return h, 0, nil
 }
 
+// cutAfterTimeout is the end of a stop that took longer than
+// --shutdown-timeout: it says what held it (the sources still running
+// and whether batches were in flight) and cuts the batches. It reports
+// whether nothing was lost: no batch was in flight, only a source waiting
+// on its broker (a Kafka consumer-group rebalance that does not end, say).
+func (r *serveRun) cutAfterTimeout(stuck []string) bool {
+	n := r.inFlight.Load()
+	// Nothing of the cut batches is acked: they come back and are
+	// found in the inbox if they committed after all.
+	r.cutBatches()
+	if n == 0 {
+		fmt.Fprintf(r.env.Stderr, "txinbox serve: %s did not stop within %s, waiting on its broker (no batch was in flight: nothing is lost)\n",
+			strings.Join(stuck, ", "), r.o.ShutdownTimeout)
+		return true
+	}
+	fmt.Fprintf(r.env.Stderr, "txinbox serve: %d batches still in flight after %s were cut (sources not stopped: %s)\n",
+		n, r.o.ShutdownTimeout, strings.Join(stuck, ", "))
+	return false
+}
+
 // run serves until ctx is done, a source fails to start or the AS4
 // listener fails; then it stops: the AS4 server stops accepting and
 // answers the requests in flight, the sources stop fetching and commit and
@@ -337,8 +362,10 @@ func (r *serveRun) run(ctx context.Context) int {
 	failed := make(chan error, len(r.sources)+1)
 	var wg sync.WaitGroup
 	names := []string{}
-	for _, s := range r.sources {
+	stopped := make([]atomic.Bool, len(r.sources))
+	for i, s := range r.sources {
 		wg.Go(func() {
+			defer stopped[i].Store(true)
 			if err := s.run(runCtx); err != nil {
 				failed <- fmt.Errorf("%s source: %w", s.name, err)
 			}
@@ -363,6 +390,9 @@ func (r *serveRun) run(ctx context.Context) int {
 	case err := <-failed:
 		fmt.Fprintln(r.env.Stderr, "txinbox serve:", err)
 		code = ExitFailure
+		if _, refused := errors.AsType[*kafka.RefusedError](err); refused {
+			code = ExitUsage // the configuration is wrong: retrying cannot help
+		}
 	}
 	r.o.ops.ready.Store(false)
 	stopSources()
@@ -380,11 +410,15 @@ func (r *serveRun) run(ctx context.Context) int {
 	select {
 	case <-drained:
 	case <-dctx.Done():
-		// Nothing of the cut batches is acked: they come back and are
-		// found in the inbox if they committed after all.
-		r.cutBatches()
-		fmt.Fprintf(r.env.Stderr, "txinbox serve: batches still in flight after %s were cut\n", r.o.ShutdownTimeout)
-		code = ExitFailure
+		var stuck []string
+		for i, s := range r.sources {
+			if !stopped[i].Load() {
+				stuck = append(stuck, s.name)
+			}
+		}
+		if !r.cutAfterTimeout(stuck) {
+			code = ExitFailure
+		}
 		select {
 		case <-drained:
 		case <-time.After(5 * time.Second): // a source stuck on its broker: exit anyway

@@ -2,15 +2,19 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
+	"github.com/txinbox/txinbox/outbox"
 )
 
 // Effect modes of serve: what runs, in the inbox transaction, for each new
@@ -22,12 +26,50 @@ const (
 )
 
 // sqlParams documents the parameters bound to --effect-sql statements. A
-// statement receives $1 up to the highest it names; PostgreSQL needs each
-// of those to appear (or be cast, e.g. $4::text) to know its type.
+// statement receives $1 up to the highest it names, with the types of
+// sqlParamOIDs declared on PostgreSQL, so that it may skip some ($1, $2,
+// $7) and cast others ($7::bigint).
 const sqlParams = "AS4: $1 scope, $2 inbox key, $3 ebMS MessageId, $4 From PartyId, $5 To PartyId, $6 Service, " +
 	"$7 Action, $8 ConversationId, $9 first payload (bytes, or NULL), $10 received_at; " +
 	"brokers: $1 scope, $2 inbox key, $3 message id, $4 source (kafka, amqp, sqs, nats), $5 topic, queue or stream, " +
 	"$6 partition key, $7 position, $8 headers (JSON), $9 payload, $10 received_at"
+
+// sqlParamOIDs are the PostgreSQL types of the --effect-sql parameters,
+// the same for AS4 and the brokers: $1-$8 text, $9 bytea, $10
+// timestamptz.
+var sqlParamOIDs = []uint32{pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID,
+	pgtype.TextOID, pgtype.TextOID, pgtype.ByteaOID, pgtype.TimestamptzOID}
+
+// pgTypedExec runs an --effect-sql statement with the parameter types of
+// sqlParamOIDs declared, rather than left to PostgreSQL to infer (which
+// fails for a parameter the statement does not name). args are strings,
+// []byte (nil is NULL) and a time.Time, in the order of sqlParams.
+func pgTypedExec(ctx context.Context, tx pgx.Tx, sqlText string, args ...any) error {
+	values := make([][]byte, len(args))
+	formats := make([]int16, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			values[i] = []byte(v)
+		case []byte:
+			values[i], formats[i] = v, 1 // binary bytea is the bytes themselves
+		case time.Time:
+			values[i] = []byte(v.UTC().Format("2006-01-02 15:04:05.999999Z07:00"))
+		default:
+			return fmt.Errorf("--effect-sql parameter $%d: unexpected %T", i+1, a)
+		}
+	}
+	return tx.Conn().PgConn().ExecParams(ctx, sqlText, values, sqlParamOIDs[:len(args)], formats, nil).Read().Err
+}
+
+// effectSQLExec is the exec of --effect-sql statements: pgTypedExec on
+// PostgreSQL, exec itself on SQLite (which has no parameter types).
+func effectSQLExec[TTx any](exec txExecFunc[TTx]) txExecFunc[TTx] {
+	if typed, ok := any(txExecFunc[pgx.Tx](pgTypedExec)).(txExecFunc[TTx]); ok {
+		return typed
+	}
+	return exec
+}
 
 // statements is a repeatable string flag.
 type statements []string
@@ -69,7 +111,7 @@ func checkStatements(ctx context.Context, db *inboxDB, stmts []string) error {
 			if cerr != nil {
 				return cerr
 			}
-			_, err = c.Conn().Prepare(ctx, "", s)
+			_, err = c.Conn().PgConn().Prepare(ctx, "", s, sqlParamOIDs[:paramsUsed(s)])
 			c.Release()
 		} else {
 			st, perr := db.lite.DB().PrepareContext(ctx, s)
@@ -100,6 +142,7 @@ func serveDeliver[TTx any](mode string, stmts []string, outbox string, exec txEx
 			return nil
 		}
 	case effectSQL:
+		exec := effectSQLExec(exec)
 		used := make([]int, len(stmts))
 		for i, s := range stmts {
 			used[i] = paramsUsed(s)
@@ -142,17 +185,26 @@ func sourceHandler[TTx any](mode string, stmts []string, outbox string, outboxHe
 		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			args := []any{m.Scope, m.ID, name, contentType(m), m.Payload}
 			if outboxHeaders {
-				args = append(args, headersJSON(m))
+				h, err := headersJSON(m)
+				if err != nil {
+					return err
+				}
+				args = append(args, h)
 			}
 			return exec(ctx, tx, q, args...)
 		}
 	case effectSQL:
+		exec := effectSQLExec(exec)
 		used := make([]int, len(stmts))
 		for i, s := range stmts {
 			used[i] = paramsUsed(s)
 		}
 		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
-			args := []any{m.Scope, m.ID, m.ID, name, m.Source, m.PartitionKey, m.SourcePosition, headersJSON(m), m.Payload, m.ReceivedAt}
+			h, err := headersJSON(m)
+			if err != nil {
+				return err
+			}
+			args := []any{m.Scope, m.ID, m.ID, name, m.Source, m.PartitionKey, m.SourcePosition, h, m.Payload, m.ReceivedAt}
 			for i, s := range stmts {
 				if err := exec(ctx, tx, s, args[:used[i]]...); err != nil {
 					return fmt.Errorf("--effect-sql statement %d: %w", i+1, err)
@@ -175,17 +227,16 @@ func contentType(m *txinbox.Message) string {
 	return ""
 }
 
-// headersJSON is a message's headers as a JSON array of {key, value}, as
-// the inbox stores them.
-func headersJSON(m *txinbox.Message) string {
-	if len(m.Headers) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(m.Headers)
+// headersJSON is a message's headers in the outbox's headers form
+// (outbox.EncodeHeaders): a JSON array of {key, value}, in order, a value
+// that JSON cannot carry as it is base64-encoded in value_base64. A key
+// no column can hold fails the message for good.
+func headersJSON(m *txinbox.Message) (string, error) {
+	s, err := outbox.EncodeHeaders(m.Headers)
 	if err != nil {
-		return "[]" // strings always marshal
+		return "", txinbox.Permanent(err)
 	}
-	return string(b)
+	return s, nil
 }
 
 var paramRE = regexp.MustCompile(`\$([0-9]+)`)

@@ -61,7 +61,7 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPListen, "http-listen", "", "address for /healthz, /readyz and /metrics (default: none)")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
-	fs.DurationVar(&o.PurgeInterval, "purge-interval", time.Minute, "pause between purge rounds")
+	durationFlag(fs, &o.PurgeInterval, "purge-interval", time.Minute, false, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
 	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,

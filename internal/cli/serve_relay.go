@@ -19,10 +19,11 @@ func newServeRelay(o *serveOptions, db *inboxDB, logger *slog.Logger) (*serveSou
 		return nil, err
 	}
 	st := db.outboxStore()
-	m := outboxprom.New(outboxprom.Options{Stats: st.Stats, Logger: logger})
+	var relay *outbox.Relay
+	m := outboxprom.New(outboxprom.Options{Stats: st.Stats, Logger: logger, Health: func() outbox.Health { return relay.Health() }})
 	cfg := o.Relay.config(target, logger)
 	cfg.OnSend = m.OnSend
-	relay, err := outbox.New(st, cfg)
+	relay, err = outbox.New(st, cfg)
 	if err != nil {
 		closeTarget()
 		return nil, err
@@ -41,9 +42,11 @@ func newServeRelay(o *serveOptions, db *inboxDB, logger *slog.Logger) (*serveSou
 		return n + sent, err
 	}
 	return &serveSource{
-		name:     "outbox relay to " + o.Relay.target,
-		run:      relay.Run,
-		ready:    func(context.Context) error { return nil },
+		name: "outbox relay to " + o.Relay.target,
+		run:  relay.Run,
+		// Not ready while its claims or recordings fail: rows wait
+		// although the rest of serve looks fine.
+		ready:    func(context.Context) error { return relay.Health().Err() },
 		horizons: func(context.Context) ([]horizon, error) { return nil, nil },
 		close:    closeTarget,
 	}, nil

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,6 +38,10 @@ import (
 type sourceFlags struct {
 	KafkaBrokers, KafkaTopics, KafkaGroup, KafkaKey, KafkaScope string
 	KafkaSessionTimeout                                         time.Duration
+	// KafkaMaxAttempts, KafkaBackoffInitial and KafkaBackoffMax bound
+	// how long a failing record holds its partition (kafkaHoldTime).
+	KafkaMaxAttempts                     int
+	KafkaBackoffInitial, KafkaBackoffMax time.Duration
 
 	AMQPURL, AMQPQueue, AMQPKey, AMQPScope, AMQPRetryWindow string
 
@@ -66,7 +72,12 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.KafkaGroup, "kafka-group", "", "Kafka consumer group")
 	s(&f.KafkaKey, "kafka-key", "offset", "message id of a record: offset (topic/partition/offset) or header:NAME")
 	s(&f.KafkaScope, "kafka-scope", "kafka", "inbox scope of the Kafka records")
-	fs.DurationVar(&f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, "Kafka group session timeout")
+	durationFlag(fs, &f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, false, "Kafka group session timeout")
+	intFlag(fs, &f.KafkaMaxAttempts, "kafka-max-attempts", 10, 1,
+		"failed attempts that dead-letter a Kafka record; until then it holds its partition (see docs/kafka.md)")
+	durationFlag(fs, &f.KafkaBackoffInitial, "kafka-backoff-initial", time.Second, false,
+		"wait after a Kafka record's first failed attempt, doubling after each further one")
+	durationFlag(fs, &f.KafkaBackoffMax, "kafka-backoff-max", 5*time.Minute, false, "longest wait between a Kafka record's attempts")
 	s(&f.AMQPURL, "amqp-url", "", "RabbitMQ URL, amqp://user:pass@host:5672/vhost (turns the RabbitMQ source on)")
 	s(&f.AMQPQueue, "amqp-queue", "", "RabbitMQ queue consumed (it must exist)")
 	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
@@ -83,7 +94,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.NATSKey, "nats-key", "msg-id", "message id of a message: msg-id (Nats-Msg-Id, else stream/sequence), sequence or header:NAME")
 	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
 	s(&f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
-	fs.DurationVar(&f.NATSAckWait, "nats-ack-wait", 30*time.Second, "JetStream AckWait: an unacked message comes back after it")
+	durationFlag(fs, &f.NATSAckWait, "nats-ack-wait", 30*time.Second, false, "JetStream AckWait: an unacked message comes back after it")
 	for _, r := range []struct {
 		v    *string
 		name string
@@ -126,6 +137,9 @@ func (f *sourceFlags) validate(retryWindow time.Duration, def retention) error {
 		if err := checkKeyFlag(k[0], k[1], strings.Fields(k[2])); err != nil {
 			return err
 		}
+	}
+	if f.KafkaBackoffMax < f.KafkaBackoffInitial {
+		return fmt.Errorf("--kafka-backoff-max %s is shorter than --kafka-backoff-initial %s", f.KafkaBackoffMax, f.KafkaBackoffInitial)
 	}
 	if f.KafkaSessionTimeout <= 0 || f.NATSAckWait < time.Second {
 		return errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
@@ -253,8 +267,13 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	if name, ok := strings.CutPrefix(f.KafkaKey, "header:"); ok {
 		key = kafka.HeaderKey(name)
 	}
+	inbox := se.inbox("kafka", f.KafkaScope)
+	inbox.MaxAttempts, inbox.Backoff = f.KafkaMaxAttempts, exponentialBackoff(f.KafkaBackoffInitial, f.KafkaBackoffMax)
+	lo, hi := kafkaHoldTime(f.KafkaMaxAttempts, f.KafkaBackoffInitial, f.KafkaBackoffMax)
+	se.logger.Info("kafka: a record that keeps failing holds its partition until it is dead-lettered",
+		"max_attempts", f.KafkaMaxAttempts, "hold_min", lo.String(), "hold_max", hi.String())
 	c, err := kafka.New(se.driver, kafka.Config[TTx]{Seeds: seeds, Topics: topics, Group: f.KafkaGroup, Key: key,
-		Inbox: se.inbox("kafka", f.KafkaScope), Logger: se.logger,
+		Inbox: inbox, Logger: se.logger,
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(f.KafkaSessionTimeout)}})
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
@@ -495,7 +514,12 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 // cancelled) but a batch already in its transaction commits and is acked,
 // rather than rolled back and redelivered. hard, cancelled when
 // --shutdown-timeout passes, still cuts it: then nothing of it is acked.
-type drainHook struct{ hard context.Context }
+// inFlight counts the batches in their transaction, for a stop that
+// times out to say whether it cut any.
+type drainHook struct {
+	hard     context.Context
+	inFlight *atomic.Int64
+}
 
 var _ txinbox.BatchStartHook = drainHook{}
 
@@ -503,7 +527,8 @@ var _ txinbox.BatchStartHook = drainHook{}
 func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, func(error)) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(h.hard, cancel)
-	return bctx, func(error) { stop(); cancel() }
+	h.inFlight.Add(1)
+	return bctx, func(error) { h.inFlight.Add(-1); stop(); cancel() }
 }
 
 // lagCollector exports txinbox_source_lag{scope,source,partition}: the
@@ -585,4 +610,36 @@ func sqsConfig(f *sourceFlags, getenv func(string) string, logger *slog.Logger) 
 		return aws.Config{}, errors.New("--sqs-region (or AWS_REGION, or a region in the shared config profile) is required with --sqs-queue-url")
 	}
 	return cfg, nil
+}
+
+// exponentialBackoff waits initial after the first failed attempt,
+// doubling after each further one up to max, plus up to a fifth of it at
+// random (as txinbox.DefaultBackoff, which is exponentialBackoff(1s, 5m)).
+func exponentialBackoff(initial, max time.Duration) txinbox.BackoffFunc {
+	return func(attempts int) time.Duration {
+		d := backoffStep(initial, max, attempts)
+		return d + time.Duration(rand.Int64N(int64(d/5)+1))
+	}
+}
+
+// backoffStep is exponentialBackoff without the jitter.
+func backoffStep(initial, max time.Duration, attempts int) time.Duration {
+	d := initial
+	for i := 1; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// kafkaHoldTime is how long a record whose every attempt fails holds its
+// partition (the records behind it wait: a partition is processed in
+// order) before its last attempt dead-letters it: the waits after the
+// first maxAttempts-1 failures, without and with the largest jitter. The
+// handler's own run time comes on top.
+func kafkaHoldTime(maxAttempts int, initial, max time.Duration) (lo, hi time.Duration) {
+	for a := 1; a < maxAttempts; a++ {
+		d := backoffStep(initial, max, a)
+		lo, hi = lo+d, hi+d+d/5
+	}
+	return lo, hi
 }

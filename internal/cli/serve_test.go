@@ -407,3 +407,30 @@ func TestServeRefusesRetentionShorterThanRetryWindow(t *testing.T) {
 		t.Errorf("accepted: exit %d, log %s", code, errs2)
 	}
 }
+
+// TestServeEffectSQLWithAGapOnPostgres: a statement that names $1, $2 and
+// $7 only, and casts $10, starts on PostgreSQL (the documented types are
+// declared, so the skipped $3-$6 need no inference) and runs for each new
+// AS4 message, once.
+func TestServeEffectSQLWithAGapOnPostgres(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	if _, err := admin.Exec(context.Background(), `CREATE TABLE `+schema+`.received (scope text, key text, action text, at timestamptz, body bytea)`); err != nil {
+		t.Fatal(err)
+	}
+	url, stop, errs := startServe(t, "--db", testdb.URL(), "--schema", schema, "--effect", "sql", "--no-purge",
+		"--effect-sql", "INSERT INTO "+schema+".received (scope, key, action) VALUES ($1, $2, $7)",
+		"--effect-sql", "UPDATE "+schema+".received SET at = $10, body = $9 WHERE key = $2")
+	postReceipt(t, url)
+	postReceipt(t, url)
+	if code := stop(); code != cli.ExitOK {
+		t.Fatalf("serve exited %d: %s", code, errs)
+	}
+	var n int
+	err := admin.QueryRow(context.Background(), `SELECT count(*) FROM `+schema+`.received
+		WHERE action = 'act' AND at > now() - interval '1 hour' AND convert_from(body, 'UTF8') = '<invoice>42</invoice>'`).Scan(&n)
+	if err != nil || n != 1 {
+		t.Errorf("%d rows from --effect-sql (%v), want 1", n, err)
+	}
+}

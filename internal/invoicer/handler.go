@@ -142,7 +142,7 @@ func newHandler[TTx any](ob Adder[TTx], cfg Config, d dialect[TTx]) (txinbox.Han
 		return ob.Add(ctx, tx, outbox.Entry{
 			Scope: cfg.Scope, MessageID: m.ID, Source: "invoicer", Topic: ev.Partner, Key: ev.Partner,
 			ContentType: ContentType, Payload: invoic,
-			Headers: map[string]string{"invoice-id": ev.InvoiceID, "unb-ref": ref},
+			Headers: []outbox.Header{{Key: "invoice-id", Value: ev.InvoiceID}, {Key: "unb-ref", Value: ref}},
 		})
 	}, nil
 }

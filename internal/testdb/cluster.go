@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultPGBin is where Debian's postgresql-15 package puts the server
@@ -27,6 +29,7 @@ type Cluster struct {
 	data string
 	log  string
 	port int
+	opts string // the server's options
 	// asPostgres runs the binaries through "su postgres": initdb and the
 	// server refuse to run as root.
 	asPostgres bool
@@ -104,8 +107,8 @@ func StartCluster(t testing.TB) *Cluster {
 		if c.port, err = freePort(); err != nil {
 			t.Fatal(err)
 		}
-		opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=50", c.port)
-		if err = c.run("pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "30", "start", "-o", opts); err == nil {
+		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=50", c.port)
+		if err = c.Start(); err == nil {
 			return c
 		}
 	}
@@ -123,6 +126,35 @@ func (c *Cluster) URL() string {
 // may be called from any goroutine.
 func (c *Cluster) Restart(mode string) error {
 	return c.run("pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "30", "restart", "-m", mode)
+}
+
+// Pool returns a pool of at most maxConns connections on the cluster,
+// closed at cleanup. Its connections fail while the server is stopped and
+// are opened again once it is back.
+func (c *Cluster) Pool(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Stop stops the server with pg_ctl stop -m mode ("smart", "fast" or
+// "immediate"); Start starts it again on the same port.
+func (c *Cluster) Stop(mode string) error {
+	return c.run("pg_ctl", "-D", c.data, "-w", "stop", "-m", mode)
+}
+
+// Start starts a stopped server and returns once it accepts connections.
+func (c *Cluster) Start() error {
+	return c.run("pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "30", "start", "-o", c.opts)
 }
 
 // run runs one of the cluster's binaries, as postgres when we are root.

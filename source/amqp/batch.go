@@ -22,9 +22,10 @@ func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.
 	}
 	res, err := c.proc.Process(ctx, in)
 	res, failures := c.stats.batches.Done(res, len(batch), err)
+	c.excused.Record(in, res)
 	var failDelay time.Duration
 	if err != nil {
-		failDelay = c.cfg.ErrorBackoff(failures)
+		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
 		if ctx.Err() == nil {
 			c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
 				"queue", c.cfg.Queue, "messages", len(batch), "failures", failures, "err", err)

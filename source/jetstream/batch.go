@@ -25,9 +25,10 @@ func (c *Consumer[TTx]) handle(ctx context.Context, msgs []natsjs.Msg) {
 	res, err := c.proc.Process(ctx, in)
 	stop()
 	res, failures := c.stats.batches.Done(res, len(msgs), err)
+	c.excused.Record(in, res)
 	var failDelay time.Duration
 	if err != nil {
-		failDelay = c.cfg.ErrorBackoff(failures)
+		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
 		if ctx.Err() == nil {
 			c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
 				"stream", c.cfg.Stream, "messages", len(msgs), "failures", failures, "err", err)

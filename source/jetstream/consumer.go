@@ -11,6 +11,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/runner"
 	"github.com/txinbox/txinbox/store"
 )
@@ -19,8 +20,11 @@ import (
 // processes every message through a txinbox.Processor: exactly-once effects
 // in the database, acks sent only after their batch committed.
 type Consumer[TTx any] struct {
-	cfg     Config[TTx]
-	proc    *txinbox.Processor[TTx]
+	cfg  Config[TTx]
+	proc *txinbox.Processor[TTx]
+	// excused are the deliveries the delivery-count guard does not
+	// count: those of batches that failed as a whole.
+	excused *deliveries.Excuses
 	running runner.Once
 	js      natsjs.JetStream // Run's, for dead letters
 	stats   stats
@@ -33,11 +37,11 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	proc, err := runner.NewProcessor("jetstream", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
+	proc, excused, err := runner.NewProcessor("jetstream", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
+	return &Consumer[TTx]{cfg: cfg, proc: proc, excused: excused}, nil
 }
 
 // Processor returns the consumer's processor.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
@@ -65,6 +66,7 @@ type topicPartition struct {
 type partitionState struct {
 	watermark int64       // last offset known committed in the database; -1: none
 	failures  int         // consecutive batch transactions that failed
+	failingAt time.Time   // when the first of them failed
 	resume    *time.Timer // ends a pause after a Retry or a failure
 }
 
@@ -95,8 +97,11 @@ func isOffsetKey(key KeyFunc) bool {
 func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
 
 // Run joins the group and consumes until ctx is done, then commits what
-// committed, leaves the group and returns nil. It returns an error only
-// when the client cannot be created. Run may be called once.
+// committed, leaves the group and returns nil. It returns an error when
+// the client cannot be created, and a *RefusedError when the brokers
+// refuse the consumer's configuration for good (a session timeout outside
+// the group's bounds, say), which no retry can change. Run may be called
+// once.
 func (c *Consumer[TTx]) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("kafka: Consumer.Run called twice")
@@ -113,11 +118,20 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 			cl.AllowRebalance()
 			return nil
 		}
+		var refused error
 		fetches.EachError(func(topic string, partition int32, err error) {
+			if refused == nil && refusedForGood(err) {
+				refused = &RefusedError{Topic: topic, Err: err}
+				return
+			}
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				c.cfg.Logger.WarnContext(ctx, "kafka: fetch error", "topic", topic, "partition", partition, "err", err)
 			}
 		})
+		if refused != nil {
+			cl.AllowRebalance()
+			return refused
+		}
 		c.setProcessing(true)
 		c.handlePoll(ctx, cl, fetches)
 		c.setProcessing(false)
@@ -256,4 +270,34 @@ func (c *Consumer[TTx]) state(tp topicPartition) *partitionState {
 		c.parts[tp] = st
 	}
 	return st
+}
+
+// RefusedError is what Run returns when the brokers refuse the consumer's
+// configuration for good: the group's session timeout bounds, the group
+// id, its protocol, or the authorization to use the group or a topic.
+type RefusedError struct {
+	Topic string // the topic refused, or "" for the group
+	Err   error  // the broker's error, a kerr.Error (possibly wrapped)
+}
+
+func (e *RefusedError) Error() string {
+	what := "the consumer group"
+	if e.Topic != "" {
+		what = fmt.Sprintf("topic %q", e.Topic)
+	}
+	return fmt.Sprintf("kafka: the brokers refuse %s for good (fix the configuration): %v", what, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refusedForGood reports whether err is a broker's answer that retrying
+// with the same configuration cannot change.
+func refusedForGood(err error) bool {
+	for _, k := range []error{kerr.InvalidSessionTimeout, kerr.InvalidGroupID, kerr.InconsistentGroupProtocol,
+		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.UnsupportedAssignor} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // partitionOutcome is what one partition's batch of a poll came to.
@@ -140,14 +141,17 @@ func (c *Consumer[TTx]) batchFailed(ctx context.Context, tp topicPartition, err 
 	c.stats.batchErrors.Add(1)
 	st := c.state(tp)
 	c.mu.Lock()
+	if st.failures == 0 {
+		st.failingAt = time.Now()
+	}
 	st.failures++
-	n := st.failures
+	n, outage := st.failures, time.Since(st.failingAt)
 	c.mu.Unlock()
 	if ctx.Err() == nil {
 		c.cfg.Logger.ErrorContext(ctx, "kafka: batch not committed; the partition pauses",
 			"topic", tp.topic, "partition", tp.partition, "failures", n, "err", err)
 	}
-	return c.cfg.ErrorBackoff(n)
+	return runner.OutageDelay(c.cfg.ErrorBackoff, n, outage)
 }
 
 // message turns a record into the inbox's message. All records of a

@@ -26,9 +26,10 @@ func (c *Consumer[TTx]) handle(ctx context.Context, msgs []types.Message) {
 	res, err := c.proc.Process(ctx, in)
 	stop()
 	res, failures := c.stats.batches.Done(res, len(msgs), err)
+	c.excused.Record(in, res)
 	var failDelay time.Duration
 	if err != nil {
-		failDelay = c.cfg.ErrorBackoff(failures)
+		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
 		if ctx.Err() == nil {
 			c.cfg.Logger.ErrorContext(ctx, "sqs: batch not committed; its messages are received again",
 				"queue", c.cfg.QueueURL, "messages", len(msgs), "failures", failures, "err", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/runner"
 	"github.com/txinbox/txinbox/store"
 )
@@ -20,8 +21,11 @@ import (
 // deleted from the queue only after their batch committed. Several
 // Consumers (in one process or many) may share a queue.
 type Consumer[TTx any] struct {
-	cfg     Config[TTx]
-	proc    *txinbox.Processor[TTx]
+	cfg  Config[TTx]
+	proc *txinbox.Processor[TTx]
+	// excused are the deliveries the delivery-count guard does not
+	// count: those of batches that failed as a whole.
+	excused *deliveries.Excuses
 	running runner.Once
 	stats   stats
 }
@@ -32,11 +36,11 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	proc, err := runner.NewProcessor("sqs", driver, &cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
+	proc, excused, err := runner.NewProcessor("sqs", driver, &cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc}, nil
+	return &Consumer[TTx]{cfg: cfg, proc: proc, excused: excused}, nil
 }
 
 // Processor returns the consumer's processor.

@@ -28,6 +28,10 @@ type Options struct {
 	// StatsTimeout for it; a failure leaves the gauges out of that scrape
 	// and is logged.
 	Stats func(context.Context) (outbox.Stats, error)
+	// Health, when set, is read on every scrape for the relay's own
+	// state (typically an outbox.Relay's Health): how long its claims or
+	// recordings have been failing, and how many failed.
+	Health func() outbox.Health
 	// StatsTimeout bounds Stats. Defaults to 5s.
 	StatsTimeout time.Duration
 	// Logger logs a failing Stats. Defaults to slog.Default().
@@ -43,6 +47,7 @@ type Metrics struct {
 	latency *prometheus.HistogramVec
 
 	unsent, retrying, failed, sent, oldest *prometheus.Desc
+	failingFor, batchErrors                *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
@@ -79,6 +84,9 @@ func New(opts Options) *Metrics {
 		failed:   desc("failed_rows", "Rows that failed for good and wait for a replay (the outbox's dead letters)."),
 		sent:     desc("sent_rows", "Sent rows not purged yet."),
 		oldest:   desc("oldest_unsent_age_seconds", "Age of the oldest unsent row; 0 when the backlog is empty."),
+		failingFor: desc("relay_failing_seconds",
+			"How long the relay's claims or recordings have been failing, one after another (a stuck relay); 0 when the last one worked."),
+		batchErrors: desc("relay_batch_errors_total", "Claims or recordings of the relay that failed (database errors)."),
 	}
 }
 
@@ -101,12 +109,25 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
+	if m.opts.Health != nil {
+		ch <- m.failingFor
+		ch <- m.batchErrors
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.sends.Collect(ch)
 	m.latency.Collect(ch)
+	if m.opts.Health != nil {
+		h := m.opts.Health()
+		failing := 0.0
+		if h.LastError != nil {
+			failing = max(m.opts.Now().Sub(h.FailingSince).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(m.failingFor, prometheus.GaugeValue, failing)
+		ch <- prometheus.MustNewConstMetric(m.batchErrors, prometheus.CounterValue, float64(h.BatchErrors))
+	}
 	if m.opts.Stats == nil {
 		return
 	}

@@ -130,3 +130,62 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Colle
 	t.Fatalf("metric %s not gathered", name)
 	return nil
 }
+
+// TestStuckRelayShows: a relay whose claims fail (its table is gone) shows
+// how long it has been failing and how many claims failed; once a claim
+// works again the gauge is back to 0.
+func TestStuckRelayShows(t *testing.T) {
+	ctx := context.Background()
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "o.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var r *outbox.Relay
+	now := time.Now()
+	m := outboxprom.New(outboxprom.Options{Health: func() outbox.Health { return r.Health() },
+		Now: func() time.Time { return now }})
+	r, err = outbox.New(outbox.SQLite(d), outbox.Config{Target: refuseB{}, OnSend: m.OnSend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	exec := func(q string) {
+		t.Helper()
+		if _, err := d.DB().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`ALTER TABLE txinbox_outbox RENAME TO moved_away`)
+	for range 2 {
+		if _, err := r.RunOnce(ctx); err == nil {
+			t.Fatal("RunOnce without its table: no error")
+		}
+	}
+	if err := r.Health().Err(); err == nil || !strings.Contains(err.Error(), "claiming or recording fails since") {
+		t.Errorf("Health().Err() = %v", err)
+	}
+	now = now.Add(time.Minute)
+	if got := testutil.ToFloat64(gauge(t, reg, "txinbox_outbox_relay_failing_seconds")); got < 59 || got > 61 {
+		t.Errorf("failing for %v s, want about 60", got)
+	}
+	want := `
+# HELP txinbox_outbox_relay_batch_errors_total Claims or recordings of the relay that failed (database errors).
+# TYPE txinbox_outbox_relay_batch_errors_total counter
+txinbox_outbox_relay_batch_errors_total 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "txinbox_outbox_relay_batch_errors_total"); err != nil {
+		t.Error(err)
+	}
+	exec(`ALTER TABLE moved_away RENAME TO txinbox_outbox`)
+	if _, err := r.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(gauge(t, reg, "txinbox_outbox_relay_failing_seconds")); got != 0 || r.Health().Err() != nil {
+		t.Errorf("after a claim that worked: failing for %v s, Health %v", got, r.Health().Err())
+	}
+}

@@ -90,8 +90,10 @@ func (t *Target) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, e
 		return nil, err
 	}
 	headers := amqp091.Table{}
-	for k, v := range m.Headers {
-		headers[k] = v
+	for _, h := range m.Headers {
+		if _, dup := headers[h.Key]; !dup { // a table has one value per key: the first
+			headers[h.Key] = h.Value
+		}
 	}
 	pub := amqp091.Publishing{Headers: headers, ContentType: m.ContentType, DeliveryMode: amqp091.Persistent,
 		MessageId: m.StableID(), Timestamp: m.CreatedAt, Body: m.Payload}

@@ -61,7 +61,7 @@ func TestSendConfirmsReturnsAndReconnects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m := &outbox.Message{ID: 1, Scope: "s", MessageID: "m", Part: 3, ContentType: "application/json",
-		Headers: map[string]string{"h": "v"}, Payload: []byte(`{"a":1}`), CreatedAt: time.Now()}
+		Headers: []outbox.Header{{Key: "h", Value: "v"}}, Payload: []byte(`{"a":1}`), CreatedAt: time.Now()}
 	if _, err := tg.Send(ctx, m); err != nil {
 		t.Fatal(err)
 	}

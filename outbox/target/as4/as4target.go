@@ -206,7 +206,7 @@ func (t *Target) outgoing(p *partner, m *outbox.Message) (as4.Outgoing, error) {
 	if m.CreatedAt.IsZero() {
 		return as4.Outgoing{}, fmt.Errorf("as4target: outbox row %d (%s) has no CreatedAt: the AS4 Timestamp must be the same on every resend", m.ID, m.StableID())
 	}
-	conv := m.Headers[HeaderConversationID]
+	conv := m.HeaderValue(HeaderConversationID)
 	if conv == "" {
 		conv = m.MessageID
 	}

@@ -150,7 +150,7 @@ func TestConversationIDHeader(t *testing.T) {
 	p := newPartner(t)
 	tg := newTarget(t, map[string]as4target.Partner{"acme": acme(p.url)})
 	m := row(0, "<x/>")
-	m.Headers = map[string]string{as4target.HeaderConversationID: "order-9"}
+	m.Headers = []outbox.Header{{Key: as4target.HeaderConversationID, Value: "order-9"}}
 	_, err := tg.Send(context.Background(), m)
 	must(t, err)
 	if n := p.count(t, "SELECT count(*) FROM txinbox_as4_messages WHERE conversation_id = 'order-9'"); n != 1 {

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/txinbox/txinbox/outbox"
 )
 
@@ -73,8 +75,19 @@ func (t *Target) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, e
 	for k, vs := range t.cfg.Header {
 		req.Header[k] = append([]string(nil), vs...)
 	}
-	for k, v := range m.Headers {
-		req.Header.Set(k, v)
+	// The row's headers replace the configured ones of the same name;
+	// a repeated key is sent repeated.
+	fromRow := map[string]bool{}
+	for i, h := range m.Headers {
+		if !httpguts.ValidHeaderFieldName(h.Key) || !httpguts.ValidHeaderFieldValue(h.Value) {
+			return nil, outbox.Permanent(fmt.Errorf("row %d: header %d (%q) is not a valid HTTP header name or value", m.ID, i, h.Key))
+		}
+		k := http.CanonicalHeaderKey(h.Key)
+		if !fromRow[k] {
+			req.Header.Del(k)
+			fromRow[k] = true
+		}
+		req.Header.Add(k, h.Value)
 	}
 	if m.ContentType != "" {
 		req.Header.Set("Content-Type", m.ContentType)

@@ -48,7 +48,7 @@ func TestSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &outbox.Message{Scope: "s", MessageID: "m", Part: 1, ContentType: "application/json",
-		Headers: map[string]string{"X-Custom": "c"}, Payload: []byte(`{"a":1}`)}
+		Headers: []outbox.Header{{Key: "X-Custom", Value: "c"}}, Payload: []byte(`{"a":1}`)}
 	ctx := context.Background()
 	rc, err := tg.Send(ctx, m)
 	want := seen{"POST", "application/json", "s/m/1", "c", "Bearer x", `{"a":1}`}

@@ -76,8 +76,8 @@ func (t *Target) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, e
 	if m.Key != "" {
 		r.Key = []byte(m.Key)
 	}
-	for k, v := range m.Headers {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+	for _, h := range m.Headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
 	}
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderID, Value: []byte(m.StableID())})
 	if err := t.cl.ProduceSync(ctx, r).FirstErr(); err != nil {

@@ -30,7 +30,7 @@ func TestSendProducesWithKeyAndHeaders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	msgs := []*outbox.Message{
-		{ID: 1, Scope: "s", MessageID: "m1", Topic: "orders", Key: "acct-1", Headers: map[string]string{"h": "v"}, Payload: []byte("one")},
+		{ID: 1, Scope: "s", MessageID: "m1", Topic: "orders", Key: "acct-1", Headers: []outbox.Header{{Key: "h", Value: "v"}}, Payload: []byte("one")},
 		{ID: 2, Scope: "s", MessageID: "m2", Payload: []byte("two")},
 	}
 	for _, m := range msgs {

@@ -7,19 +7,29 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/txinbox/txinbox"
 )
 
 // Guard wraps the handler of cfg so that a message whose header named
 // countHeader (the broker's delivery count) exceeds max is dead-lettered as
-// a permanent error without running the handler. verb names the count in
-// the error ("delivered", "received").
-func Guard[TTx any](cfg txinbox.Config[TTx], countHeader, verb string, max int) (txinbox.HandlerFunc[TTx], txinbox.BatchHandlerFunc[TTx]) {
+// a permanent error without running the handler. Deliveries that excused
+// records (their batch failed for a reason tied to no message: the
+// database was away) are not counted: they were not the message's fault.
+// verb names the count in the error ("delivered", "received").
+func Guard[TTx any](cfg txinbox.Config[TTx], countHeader, verb string, max int, excused *Excuses) (txinbox.HandlerFunc[TTx], txinbox.BatchHandlerFunc[TTx]) {
 	check := func(m *txinbox.Message) error {
 		n, _ := strconv.Atoi(m.Header(countHeader))
 		if n > max {
-			return txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d)", verb, n, max))
+			e := excused.count(m)
+			switch {
+			case e == 0:
+				return txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d)", verb, n, max))
+			case n-e > max:
+				return txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d) even without the %d after failures of a whole batch",
+					verb, n, max, e))
+			}
 		}
 		return nil
 	}
@@ -43,4 +53,61 @@ func Guard[TTx any](cfg txinbox.Config[TTx], countHeader, verb string, max int) 
 		}
 		return bh(ctx, tx, msgs)
 	}
+}
+
+// maxExcused bounds the messages Excuses remembers; past it, it forgets
+// one at random for each new one (that message's guard then counts every
+// delivery again, as without Excuses).
+const maxExcused = 1 << 18
+
+// Excuses counts, per message, the deliveries that ended without the
+// message's fault: its batch failed as a whole (the database was down) and
+// the broker delivers it again. It lives in the consumer's memory: after a
+// crash (the case the guard is for) nothing is excused. Safe for
+// concurrent use; a nil *Excuses excuses nothing.
+type Excuses struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// NewExcuses returns an empty Excuses.
+func NewExcuses() *Excuses { return &Excuses{n: map[string]int{}} }
+
+func excuseKey(m *txinbox.Message) string { return m.Source + "\x00" + m.ID }
+
+// Record notes what became of a batch: a message with no outcome (the
+// batch failed as a whole, for a reason tied to none of its messages) has
+// one delivery excused; a message whose result may be acked is forgotten,
+// as it is not delivered again. A Retry (its handler failed: the attempt
+// is the inbox's to count) changes nothing.
+func (e *Excuses) Record(msgs []*txinbox.Message, res []txinbox.Result) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, m := range msgs {
+		switch {
+		case i >= len(res) || res[i].Outcome == 0:
+			k := excuseKey(m)
+			if _, ok := e.n[k]; !ok && len(e.n) >= maxExcused {
+				for old := range e.n {
+					delete(e.n, old)
+					break
+				}
+			}
+			e.n[k]++
+		case res[i].Outcome.Ack() && len(e.n) > 0:
+			delete(e.n, excuseKey(m))
+		}
+	}
+}
+
+func (e *Excuses) count(m *txinbox.Message) int {
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[excuseKey(m)]
 }

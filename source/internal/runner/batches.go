@@ -2,6 +2,7 @@ package runner
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/internal/outcomes"
@@ -17,6 +18,9 @@ type Batches struct {
 	// Errors counts the batch transactions that did not commit.
 	Errors   atomic.Int64
 	failures int
+	since    time.Time // when the current run of failed batches began
+	// now is the clock; nil is time.Now.
+	now func() time.Time
 }
 
 // Done counts the results of a batch of n messages whose Process returned
@@ -32,7 +36,36 @@ func (b *Batches) Done(res []txinbox.Result, n int, err error) ([]txinbox.Result
 		b.failures = 0
 		return res, 0
 	}
+	if b.failures == 0 {
+		b.since = b.clock()
+	}
 	b.failures++
 	b.Errors.Add(1)
 	return res, b.failures
+}
+
+func (b *Batches) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+// FailDelay is the redelivery delay of the messages of a batch that just
+// failed (Done returned failures > 0): see OutageDelay.
+func (b *Batches) FailDelay(backoff txinbox.BackoffFunc) time.Duration {
+	return OutageDelay(backoff, b.failures, b.clock().Sub(b.since))
+}
+
+// OutageDelay is how long to wait before trying again messages whose
+// batch failed for a reason tied to none of them (the database is down),
+// after failures such batches in a row that began outage ago:
+// backoff(failures), but never longer than the outage has lasted so far
+// (and at least backoff(1)). Many batches fail in a second while the
+// database is away, so the count alone would reach the ceiling of the
+// backoff within seconds, and the messages would wait minutes after the
+// database came back; the time keeps the wait in proportion to the
+// outage.
+func OutageDelay(backoff txinbox.BackoffFunc, failures int, outage time.Duration) time.Duration {
+	return min(backoff(failures), max(outage, backoff(1)))
 }

@@ -53,15 +53,18 @@ func (c Common[TTx]) Defaults(backoff txinbox.BackoffFunc) {
 
 // NewProcessor guards the handler of *inbox with deliveries.Guard (header
 // countHeader, verb, maxDeliveries), stores the guarded handler back in
-// *inbox and returns the processor, or an error prefixed
-// "<pkg>: Config.Inbox: ".
-func NewProcessor[TTx any](pkg string, driver store.Driver[TTx], inbox *txinbox.Config[TTx], countHeader, verb string, maxDeliveries int) (*txinbox.Processor[TTx], error) {
-	inbox.Handler, inbox.BatchHandler = deliveries.Guard(*inbox, countHeader, verb, maxDeliveries)
+// *inbox and returns the processor and the guard's Excuses (the source
+// adds the messages of every batch that failed as a whole, and settles
+// every batch), or an error prefixed "<pkg>: Config.Inbox: ".
+func NewProcessor[TTx any](pkg string, driver store.Driver[TTx], inbox *txinbox.Config[TTx], countHeader, verb string,
+	maxDeliveries int) (*txinbox.Processor[TTx], *deliveries.Excuses, error) {
+	excused := deliveries.NewExcuses()
+	inbox.Handler, inbox.BatchHandler = deliveries.Guard(*inbox, countHeader, verb, maxDeliveries, excused)
 	proc, err := txinbox.NewProcessor(driver, *inbox)
 	if err != nil {
-		return nil, fmt.Errorf("%s: Config.Inbox: %w", pkg, err)
+		return nil, nil, fmt.Errorf("%s: Config.Inbox: %w", pkg, err)
 	}
-	return proc, nil
+	return proc, excused, nil
 }
 
 // Once lets Run start once; its zero value is ready.

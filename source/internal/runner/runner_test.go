@@ -108,3 +108,29 @@ func TestBatchesCountFailuresInARow(t *testing.T) {
 			b.Outcomes.Load(txinbox.Processed), b.Outcomes.Load(txinbox.Duplicate))
 	}
 }
+
+// TestFailDelayFollowsTime: fourteen batches fail within five seconds (a
+// short database outage seen by a busy consumer). The delay of the last
+// one's messages must follow the five seconds, not the fourteen failures,
+// which the backoff alone would turn into its five-minute ceiling.
+func TestFailDelayFollowsTime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := &Batches{now: func() time.Time { return now }}
+	backoff := func(n int) time.Duration { return min(time.Second<<(n-1), 5*time.Minute) }
+	var delay time.Duration
+	for range 14 {
+		if _, f := b.Done(nil, 1, errors.New("database down")); f == 0 {
+			t.Fatal("Done of a failed batch returned 0 failures")
+		}
+		delay = b.FailDelay(backoff)
+		now = now.Add(5 * time.Second / 14)
+	}
+	if delay > 5*time.Second || delay < time.Second {
+		t.Errorf("delay after 14 failures in 5s = %s, want between backoff(1) and the 5s the outage lasted", delay)
+	}
+	b.Done(make([]txinbox.Result, 1), 1, nil)
+	b.Done(nil, 1, errors.New("down again"))
+	if d := b.FailDelay(backoff); d != time.Second {
+		t.Errorf("first failure of a new outage: delay %s, want backoff(1) = 1s", d)
+	}
+}
