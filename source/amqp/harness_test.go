@@ -60,10 +60,11 @@ func harness(quorum bool) sourcetest.Harness {
 		name = "RabbitMQ quorum queue"
 	}
 	return sourcetest.Harness{
-		Name:     name,
-		Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true, DeadLetterDestination: true},
-		New:      func(t *testing.T) (sourcetest.Broker, string) { return newBroker(t, quorum) },
-		Open:     openBroker,
+		Name: name,
+		Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true, DeadLetterDestination: true,
+			NULInIDs: true, InvalidUTF8InIDs: true, LongIDs: true, BinaryHeaders: true},
+		New:  func(t *testing.T) (sourcetest.Broker, string) { return newBroker(t, quorum) },
+		Open: openBroker,
 	}
 }
 
@@ -160,8 +161,17 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 			return err
 		}
 		for _, m := range msgs {
-			conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", b.Queue, true, false,
-				amqp091.Publishing{MessageId: m.ID, Body: m.Body, DeliveryMode: amqp091.Persistent})
+			pub := amqp091.Publishing{MessageId: m.ID, Body: m.Body, DeliveryMode: amqp091.Persistent}
+			if len(m.ID) > 255 { // more than a shortstr holds: in a header (see Consume)
+				pub.MessageId, pub.Headers = "", amqp091.Table{idHeader: m.ID}
+			}
+			for _, h := range m.Headers {
+				if pub.Headers == nil {
+					pub.Headers = amqp091.Table{}
+				}
+				pub.Headers[h.Key] = h.Value
+			}
+			conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", b.Queue, true, false, pub)
 			if err != nil {
 				return err
 			}
@@ -173,9 +183,21 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 	})
 }
 
+// idHeader carries an id longer than the message_id property (a
+// shortstr) holds.
+const idHeader = "message-id"
+
+// Consume keys on message_id, or on the idHeader header when it is set.
 func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
+	header := amqp.HeaderKey(idHeader)
 	c, err := amqp.New(d, amqp.Config[pgx.Tx]{
 		URL: b.URL, Queue: b.Queue, Inbox: inbox, DeadLetterExchange: b.dlx(),
+		Key: func(d *amqp091.Delivery) string {
+			if id := header(d); id != "" {
+				return id
+			}
+			return d.MessageId
+		},
 		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
 		Logger:       inbox.Logger,
 	})

@@ -66,10 +66,11 @@ func startServer(dir string) (*server.Server, error) {
 }
 
 var harness = sourcetest.Harness{
-	Name:     "NATS JetStream",
-	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true, DeadLetterDestination: true},
-	New:      newBroker,
-	Open:     openBroker,
+	Name: "NATS JetStream",
+	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true, DeadLetterDestination: true,
+		NULInIDs: true, InvalidUTF8InIDs: true, LongIDs: true, BinaryHeaders: true},
+	New:  newBroker,
+	Open: openBroker,
 }
 
 func TestConformance(t *testing.T) {
@@ -142,6 +143,9 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 		out.Data = m.Body
 		if m.ID != "" {
 			out.Header.Set(jetstream.MsgIDHeader, m.ID)
+		}
+		for _, h := range m.Headers {
+			out.Header.Add(h.Key, h.Value)
 		}
 		if _, err := js.PublishMsg(ctx, out); err != nil {
 			return err

@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 var kafkaHarness = sourcetest.Harness{
 	Name: "Kafka (kfake)",
 	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
-		DeadLetterDestination: true, ResumesAfterCommit: true},
+		DeadLetterDestination: true, ResumesAfterCommit: true,
+		NULInIDs: true, InvalidUTF8InIDs: true, LongIDs: true, BinaryHeaders: true},
 	New:  newKafkaBroker,
 	Open: openKafkaBroker,
 }
@@ -125,6 +126,9 @@ func (b *kafkaBroker) Publish(ctx context.Context, msgs ...sourcetest.Message) e
 		recs[i] = &kgo.Record{Topic: b.Topic, Value: m.Body}
 		if m.ID != "" {
 			recs[i].Headers = []kgo.RecordHeader{{Key: "message-id", Value: []byte(m.ID)}}
+		}
+		for _, h := range m.Headers {
+			recs[i].Headers = append(recs[i].Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
 		}
 	}
 	return cl.ProduceSync(ctx, recs...).FirstErr()

@@ -7,7 +7,13 @@
 // nothing is acked before its transaction committed, a consumer SIGKILLed
 // between the commit and the ack causes a redelivery that is skipped as a
 // duplicate (exactly one effect), poison is dead-lettered and acked, and a
-// cut connection loses nothing. The inbox lives in a real PostgreSQL schema
+// cut connection loses nothing. Its hostile part runs handlers that break
+// their transaction (swallow a failed statement, end it, panic, let their
+// own deadline close the connection) and publishes bytes the database
+// cannot store as text (a NUL or invalid UTF-8 in the id, a 5 kB id, a NUL
+// in a header value), each among innocent messages: every innocent message
+// takes effect exactly once, the culprit is dead-lettered alone with its
+// reason, and messages published after it are processed. The inbox lives in a real PostgreSQL schema
 // of its own (internal/testdb), and the crash tests run the consumer in a
 // child process: the test binary re-executed, see RunChild.
 package sourcetest
@@ -41,6 +47,17 @@ type Features struct {
 	// committed in the database (a Kafka partition's watermark), so a
 	// batch committed but not acked is not delivered again at all.
 	ResumesAfterCommit bool
+	// NULInIDs: a message id holding a NUL byte reaches the source as
+	// published (the hostile-input tests send such ids).
+	NULInIDs bool
+	// InvalidUTF8InIDs: a message id holding invalid UTF-8 reaches the
+	// source as published.
+	InvalidUTF8InIDs bool
+	// LongIDs: a message id of 5 kB reaches the source as published.
+	LongIDs bool
+	// BinaryHeaders: a header value holding a NUL reaches the source as
+	// published.
+	BinaryHeaders bool
 }
 
 // Message is one message the suite publishes.
@@ -50,6 +67,9 @@ type Message struct {
 	ID string
 	// Body is the payload.
 	Body []byte
+	// Headers are the message's headers (Kafka record headers, AMQP
+	// headers, NATS headers, SQS string attributes), in order.
+	Headers []txinbox.Header
 }
 
 // Broker is one fresh destination of the broker under test.

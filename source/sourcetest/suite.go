@@ -41,6 +41,8 @@ func Run(t *testing.T, h Harness) {
 			tc.run(newFixture(t, h))
 		})
 	}
+	t.Run("HostileHandlers", func(t *testing.T) { testHostileHandlers(t, h) })
+	t.Run("HostileInputs", func(t *testing.T) { testHostileInputs(t, h) })
 }
 
 func redelivery(f Features) bool { return f.Redelivery }
