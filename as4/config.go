@@ -42,6 +42,9 @@ type Config[TTx any] struct {
 	// authentication or a gateway in front verifies them. Defaults to
 	// false: such messages get a SOAP MustUnderstand fault with EBMS:0103.
 	AcceptUnverifiedSecurity bool
+	// Security verifies signed messages and signs receipts. Defaults to
+	// no verification and unsigned receipts.
+	Security SecurityConfig
 	// NewMessageID returns the MessageId of each receipt and error signal.
 	// Defaults to a random UUID followed by "@txinbox".
 	NewMessageID func() string
@@ -81,7 +84,7 @@ func (c Config[TTx]) validate() error {
 	case c.MaxBodyBytes < 0:
 		return &ConfigError{Field: "MaxBodyBytes", Msg: "must not be negative"}
 	}
-	return nil
+	return c.Security.validate()
 }
 
 // ConfigError names the Config field that is invalid.

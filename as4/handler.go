@@ -77,7 +77,12 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, soap12, f)
 		return
 	}
-	req, err := readRequest(body, r.Header.Get("Content-Type"), h.cfg.AcceptUnverifiedSecurity)
+	sec, f := h.verifySecurity(body, r.Header.Get("Content-Type"))
+	if f != nil {
+		h.fail(w, guessSOAP(body), f)
+		return
+	}
+	req, err := readRequest(body, r.Header.Get("Content-Type"), h.cfg.AcceptUnverifiedSecurity || sec.Signed)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
@@ -86,7 +91,10 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, guessSOAP(body), f)
 	case err != nil:
 		h.fail(w, soap12, receiverFailure(http.StatusInternalServerError, err.Error(), err))
+	case h.cfg.Security.RequireSignature && !sec.Signed:
+		h.fail(w, soapOf(req.msg.SOAPVersion), withRef(senderFailure(PolicyNoncompliance, "the message is not signed; this endpoint requires a WS-Security signature"), req.msg.MessageID))
 	default:
+		req.security = sec
 		h.deliver(w, r, req)
 	}
 }
@@ -114,6 +122,10 @@ func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 // receipt, the original receipt of a duplicate, or an ebMS error.
 func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *request) {
 	rec := h.newReceived(req)
+	if f := h.signReceipt(rec, req.security); f != nil {
+		h.fail(w, soapOf(rec.SOAPVersion), f)
+		return
+	}
 	msg := &txinbox.Message{
 		Scope: rec.Scope, ID: rec.Key, Source: "as4", SourcePosition: r.RemoteAddr,
 		PartitionKey: req.msg.Sender().ID, Payload: rec.Fingerprint, ReceivedAt: rec.ReceivedAt,

@@ -44,6 +44,8 @@ type options struct {
 	failFirstDelivery bool
 	// maxAttempts is the inbox's MaxAttempts (0: its default).
 	maxAttempts int
+	// security is the endpoint's WS-Security configuration.
+	security as4.SecurityConfig
 }
 
 // endpoint is a running endpoint over real HTTP and a real database.
@@ -95,7 +97,7 @@ func newPG(t testing.TB, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := pool.Exec(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[pgx.Tx]{Store: st, Deliver: deliver[pgx.Tx](e, o),
-		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: quiet, Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -123,7 +125,7 @@ func newSQLite(t *testing.T, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := db.ExecContext(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Deliver: deliver[*sql.Tx](e, o),
-		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e

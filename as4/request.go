@@ -11,6 +11,7 @@ import (
 	"mime/quotedprintable"
 	"strings"
 
+	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -20,6 +21,8 @@ type request struct {
 	env   *envelope
 	user  UserMessage
 	parts []Part
+	// security is what the WS-Security verifier found.
+	security *wssec.Result
 }
 
 // mimePart is one non-root part of a multipart/related request.

@@ -2,11 +2,12 @@ package wssec
 
 import (
 	"bytes"
-	"crypto/rsa"
 	"crypto/x509"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 )
 
 const userMessage = `<?xml version="1.0" encoding="UTF-8"?>
@@ -36,9 +37,9 @@ func testAttachments() []Attachment {
 
 func signed(t *testing.T) ([]byte, []Attachment) {
 	t.Helper()
-	p := getPKI(t)
+	p := wssectest.Get(t)
 	atts := testAttachments()
-	out, err := p.signer(t).Sign([]byte(userMessage), atts)
+	out, err := mustSigner(t, p.LeafKey, p.Leaf).Sign([]byte(userMessage), atts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +47,16 @@ func signed(t *testing.T) ([]byte, []Attachment) {
 }
 
 func TestSignVerifyRoundTrip(t *testing.T) {
-	p := getPKI(t)
+	p := wssectest.Get(t)
 	out, atts := signed(t)
-	res, err := p.verifier(t).Verify(out, atts)
+	res, err := verifierFor(t, p).Verify(out, atts)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !res.Signed || !res.Certificate.Equal(p.leaf) || len(res.References) != 4 {
+	if !res.Signed || !res.Certificate.Equal(p.Leaf) || len(res.References) != 4 {
 		t.Fatalf("result %+v", res)
 	}
-	if len(res.Chain) != 2 || !res.Chain[1].Equal(p.ca) {
+	if len(res.Chain) != 2 || !res.Chain[1].Equal(p.CA) {
 		t.Fatalf("chain of %d", len(res.Chain))
 	}
 	for _, r := range res.References {
@@ -66,8 +67,8 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 }
 
 func TestVerifyRefusesTampering(t *testing.T) {
-	p := getPKI(t)
-	v := p.verifier(t)
+	p := wssectest.Get(t)
+	v := verifierFor(t, p)
 	out, atts := signed(t)
 	replace := func(old, new string) []byte {
 		t.Helper()
@@ -112,8 +113,8 @@ func TestVerifyRefusesTampering(t *testing.T) {
 // puts another Body in its place; then gives the new Body the signed
 // Body's Id.
 func TestVerifyRefusesWrapping(t *testing.T) {
-	p := getPKI(t)
-	v := p.verifier(t)
+	p := wssectest.Get(t)
+	v := verifierFor(t, p)
 	out, atts := signed(t)
 	doc, err := parse(out)
 	if err != nil {
@@ -137,33 +138,24 @@ func TestVerifyRefusesWrapping(t *testing.T) {
 }
 
 func TestVerifyRefusesCertificates(t *testing.T) {
-	p := getPKI(t)
+	p := wssectest.Get(t)
 	out, atts := signed(t)
 	otherRoots := x509.NewCertPool()
-	otherRoots.AddCert(p.otherCA)
+	otherRoots.AddCert(p.OtherCA)
 	v, _ := NewVerifier(VerifyConfig{Roots: otherRoots})
 	_, err := v.Verify(out, atts)
 	wantCode(t, err, FailedAuthentication, "not trusted")
 
-	later, _ := NewVerifier(VerifyConfig{Roots: p.verifier(t).cfg.Roots, Now: func() time.Time { return time.Now().Add(2 * 365 * 24 * time.Hour) }})
+	later, _ := NewVerifier(VerifyConfig{Roots: p.Roots(), Now: func() time.Time { return time.Now().Add(2 * 365 * 24 * time.Hour) }})
 	_, err = later.Verify(out, atts)
 	wantCode(t, err, FailedAuthentication, "expired")
 
-	for _, s := range []*Signer{mustSigner(t, p.expiredKey, p.expired), mustSigner(t, p.otherLKey, p.otherLeaf)} {
+	for _, s := range []*Signer{mustSigner(t, p.ExpiredKey, p.Expired), mustSigner(t, p.OtherLeafKey, p.OtherLeaf)} {
 		env, err := s.Sign([]byte(userMessage), atts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = p.verifier(t).Verify(env, atts)
+		_, err = verifierFor(t, p).Verify(env, atts)
 		wantCode(t, err, FailedAuthentication, "not trusted")
 	}
-}
-
-func mustSigner(t *testing.T, key *rsa.PrivateKey, cert *x509.Certificate) *Signer {
-	t.Helper()
-	s, err := NewSigner(key, cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

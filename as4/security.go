@@ -1,0 +1,125 @@
+package as4
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+
+	"github.com/txinbox/txinbox/as4/wssec"
+	"github.com/txinbox/txinbox/edi/ebms"
+)
+
+// The WS-Security hook points of the endpoint: verifySecurity runs on the
+// request body before the ebMS header is read; signReceipt turns the
+// receipt of a signed request into a signed non-repudiation receipt.
+
+// SecurityConfig configures WS-Security (OASIS WSS 1.1.1 as profiled by
+// eDelivery AS4) on the endpoint.
+type SecurityConfig struct {
+	// Verifier checks the signature of incoming messages against its
+	// trust store. Defaults to nil: signatures are not verified, and a
+	// wsse:Security header marked mustUnderstand is refused unless
+	// AcceptUnverifiedSecurity is set.
+	Verifier *wssec.Verifier
+	// RequireSignature refuses user messages that carry no signature
+	// (EBMS:0103). Defaults to false. Requires Verifier.
+	RequireSignature bool
+	// Signer signs the receipt of every signed request, which is then a
+	// non-repudiation receipt: eb:Receipt holds the request signature's
+	// ds:Reference elements. Defaults to nil: receipts are unsigned and
+	// hold a copy of the eb:UserMessage.
+	Signer *wssec.Signer
+}
+
+func (c *SecurityConfig) validate() error {
+	if c.RequireSignature && c.Verifier == nil {
+		return &ConfigError{Field: "Security.RequireSignature", Msg: "requires Security.Verifier"}
+	}
+	return nil
+}
+
+// The ebMS security errors (ebMS 3.0 §6.7.2).
+const (
+	// FailedAuthentication: the signature does not verify, a signed part
+	// was changed, or the signer is not trusted.
+	FailedAuthentication ErrorCode = wssec.FailedAuthentication
+	// FailedDecryption: an encrypted part cannot be decrypted.
+	FailedDecryption ErrorCode = wssec.FailedDecryption
+)
+
+func init() {
+	errorInfo[FailedAuthentication] = [2]string{"FailedAuthentication", "Processing"}
+	errorInfo[FailedDecryption] = [2]string{"FailedDecryption", "Processing"}
+}
+
+// verifySecurity verifies the signature of a request when a Verifier is
+// configured. A body whose MIME structure cannot be read is left to
+// readRequest, which answers it.
+func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*wssec.Result, *failure) {
+	v := h.cfg.Security.Verifier
+	if v == nil {
+		return &wssec.Result{}, nil
+	}
+	if contentType == "" {
+		contentType = "application/soap+xml"
+	}
+	root, parts, f := splitMIME(body, contentType)
+	if f != nil {
+		return &wssec.Result{}, nil
+	}
+	atts := make([]wssec.Attachment, len(parts))
+	for i, p := range parts {
+		atts[i] = wssec.Attachment{ContentID: p.contentID, ContentType: p.contentType, Data: p.data}
+	}
+	res, err := v.Verify(root, atts)
+	if err == nil {
+		return res, nil
+	}
+	e := err.(*wssec.Error)
+	code, status := ErrorCode(e.Code), http.StatusBadRequest
+	if code == InvalidHeader {
+		return &wssec.Result{}, nil // readRequest names what is wrong
+	}
+	f = senderFailure(code, e.Detail)
+	f.Status = status
+	if msg, err := ebms.Parse(bytes.NewReader(body), contentType); err == nil {
+		f.RefToMessageID = msg.MessageID
+	}
+	return nil, f
+}
+
+// signReceipt makes the receipt of a signed request a signed
+// non-repudiation receipt, when a Signer is configured.
+func (h *Handler[TTx]) signReceipt(rec *Received, sec *wssec.Result) *failure {
+	s := h.cfg.Security.Signer
+	if s == nil || sec == nil || !sec.Signed {
+		return nil
+	}
+	body := nrrReceiptEnvelope(soapOf(rec.SOAPVersion), rec.Receipt.MessageID, rec.ReceivedAt, rec.UserMessage.MessageID, sec.References)
+	signed, err := s.Sign(body, nil)
+	if err != nil {
+		return withRef(receiverFailure(http.StatusInternalServerError, "signing the receipt failed", err), rec.UserMessage.MessageID)
+	}
+	rec.Receipt.Body = signed
+	return nil
+}
+
+// nsEBBP is the namespace of ebbp:NonRepudiationInformation.
+const nsEBBP = "http://docs.oasis-open.org/ebxml-bp/ebbp-signals-2.0"
+
+// nrrReceiptEnvelope returns a non-repudiation receipt (AS4 profile
+// §5.1.8): eb:Receipt with one ebbp:MessagePartNRInformation per
+// ds:Reference of the request's signature, as canonical XML.
+func nrrReceiptEnvelope(v soapVersion, id string, at time.Time, ref string, refs []wssec.Reference) []byte {
+	return signalEnvelope(v, id, ref, at, func(w *xmlWriter) {
+		w.open("eb:Receipt")
+		w.open("ebbp:NonRepudiationInformation", "xmlns:ebbp", nsEBBP)
+		for _, r := range refs {
+			w.open("ebbp:MessagePartNRInformation")
+			w.b.Write(r.XML)
+			w.close("ebbp:MessagePartNRInformation")
+		}
+		w.close("ebbp:NonRepudiationInformation")
+		w.close("eb:Receipt")
+	}, nil, nil)
+}
