@@ -3,6 +3,7 @@ package wssec
 import (
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/pem"
 	"testing"
 
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
@@ -24,4 +25,8 @@ func mustSigner(t testing.TB, key *rsa.PrivateKey, cert *x509.Certificate) *Sign
 		t.Fatal(err)
 	}
 	return s
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
