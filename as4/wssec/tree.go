@@ -42,8 +42,10 @@ type node struct {
 	parent   *node
 	children []*node
 	text     string // text and PI content
-	// startTag is the byte range of an element's start tag in the source.
+	// startTag is the byte range of an element's start tag in the source;
+	// end is the offset after its end tag.
 	startTag [2]int64
+	end      int64
 }
 
 type attr struct {
@@ -115,6 +117,7 @@ func (p *parser) token(tok xml.Token, start, end int64) error {
 		if p.cur == nil || t.Name.Space != p.cur.prefix || t.Name.Local != p.cur.local {
 			return fmt.Errorf("unexpected end tag </%s>", qname(t.Name.Space, t.Name.Local))
 		}
+		p.cur.end = end
 		p.cur = p.cur.parent
 		p.depth--
 	case xml.CharData:

@@ -78,6 +78,11 @@ type Result struct {
 	Chain       []*x509.Certificate
 	// References are the signature's references, in SignedInfo order.
 	References []Reference
+	// Encrypted reports that the message was decrypted; Envelope and
+	// Attachments are then the plaintext, otherwise what Verify got.
+	Encrypted   bool
+	Envelope    []byte
+	Attachments []Attachment
 }
 
 // VerifyConfig configures a Verifier.
@@ -99,6 +104,10 @@ type VerifyConfig struct {
 	// Now is the time certificates must be valid at. Defaults to
 	// time.Now.
 	Now func() time.Time
+	// Decrypter decrypts messages encrypted for this node before their
+	// signature is verified. Defaults to nil: encrypted messages are
+	// refused with EBMS:0102.
+	Decrypter *Decrypter
 }
 
 // Verifier verifies the WS-Security signature of incoming messages. It
@@ -116,9 +125,10 @@ func NewVerifier(cfg VerifyConfig) (*Verifier, error) {
 	return &Verifier{cfg: cfg}, nil
 }
 
-// Verify checks the signature in the wsse:Security header of a SOAP
-// envelope addressed to this node. A message without one gives a Result
-// whose Signed is false. A signed message passes only if the signature
+// Verify decrypts (with VerifyConfig.Decrypter) and then checks the
+// signature in the wsse:Security header of a SOAP envelope addressed to
+// this node: sign-then-encrypt, as the AS4 profile orders it. A message
+// without a signature gives a Result whose Signed is false. A signed message passes only if the signature
 // verifies with a trusted certificate valid now, every reference's digest
 // matches, and the signature covers the SOAP Body, the eb:Messaging header
 // and every attachment, each exactly once. The error is an *Error.
@@ -131,17 +141,31 @@ func (v *Verifier) Verify(envelope []byte, attachments []Attachment) (*Result, e
 	if e != nil {
 		return nil, e
 	}
-	if env.security == nil || len(env.security.signatures) == 0 {
-		if env.security != nil && env.security.encrypted {
-			return nil, &Error{Code: FailedDecryption, Detail: "the message is encrypted; decryption is not supported by this endpoint"}
+	res := &Result{Envelope: envelope, Attachments: attachments}
+	if env.security != nil && env.security.encrypted {
+		if v.cfg.Decrypter == nil {
+			return nil, decryptFailed("the message is encrypted, and no decryption key is configured")
 		}
-		return &Result{}, nil
+		if res.Envelope, res.Attachments, err = v.cfg.Decrypter.Decrypt(envelope, attachments); err != nil {
+			return nil, err
+		}
+		res.Encrypted = true
+		if doc, err = parse(res.Envelope); err != nil {
+			return nil, decryptFailed("the decrypted envelope: %v", err)
+		}
+		if env, e = readSOAP(doc); e != nil {
+			return nil, e
+		}
 	}
+	if env.security == nil || len(env.security.signatures) == 0 {
+		return res, nil
+	}
+	return v.verifySignature(doc, env, res)
+}
+
+func (v *Verifier) verifySignature(doc *document, env *soapEnvelope, res *Result) (*Result, error) {
 	if len(doc.dupIDs) > 0 {
 		return nil, authFailed("the Id %q occurs on more than one element", doc.dupIDs[0])
-	}
-	if env.security.encrypted {
-		return nil, &Error{Code: FailedDecryption, Detail: "the message is encrypted; decryption is not supported by this endpoint"}
 	}
 	if len(env.security.signatures) > 1 {
 		return nil, policyFailed("wsse:Security holds %d ds:Signature elements; one is expected", len(env.security.signatures))
@@ -160,12 +184,12 @@ func (v *Verifier) Verify(envelope []byte, attachments []Attachment) (*Result, e
 	if e := checkSignatureValue(sig, cert); e != nil {
 		return nil, e
 	}
-	res := &Result{Signed: true, Certificate: cert, Chain: chain}
-	covered, e := v.checkReferences(sig, doc, attachments, res)
+	res.Signed, res.Certificate, res.Chain = true, cert, chain
+	covered, e := v.checkReferences(sig, doc, res.Attachments, res)
 	if e != nil {
 		return nil, e
 	}
-	if e := checkCoverage(env, attachments, covered); e != nil {
+	if e := checkCoverage(env, res.Attachments, covered); e != nil {
 		return nil, e
 	}
 	return res, nil
