@@ -81,3 +81,67 @@ func TestJavaPeerInterop(t *testing.T) {
 		}
 	}
 }
+
+// TestJavaPeerSignEncrypt: Santuario signs the header, the Body and two
+// attachments (SwA transform) and then encrypts the attachments with
+// AES-128-GCM, the key wrapped with RSA-OAEP in both variants; Go
+// decrypts, then verifies.
+func TestJavaPeerSignEncrypt(t *testing.T) {
+	jp := wssectest.JavaPeer(t)
+	p := wssectest.Get(t)
+	dir := t.TempDir()
+	key, cert := wssectest.WriteFiles(t, dir, "signer", p.LeafKey, p.Leaf)
+	_, rcpt := wssectest.WriteFiles(t, dir, "receiver", nil, p.Receiver)
+	in := filepath.Join(dir, "unsigned.xml")
+	wssectest.Write(t, in, []byte(userMessage))
+	plain := []Attachment{
+		{ContentID: "invoice", ContentType: "application/gzip", Data: []byte("\x1f\x8b\x08\x00compressed invoice")},
+		{ContentID: "scan", ContentType: "image/png", Data: bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 0xff}, 1000)},
+	}
+	args := func(variant string) []string {
+		c := []string{"swa", key, cert, rcpt, in, filepath.Join(dir, variant+".xml"), variant}
+		for _, a := range plain {
+			f := filepath.Join(dir, variant+"-"+a.ContentID)
+			wssectest.Write(t, f, a.Data)
+			c = append(c, f, a.ContentID, a.ContentType)
+		}
+		return c
+	}
+	variants := []string{"mgf1p", "sha256"}
+	res := jp.Run(t, [][]string{args(variants[0]), args(variants[1])})
+	for i, variant := range variants {
+		t.Run(variant, func(t *testing.T) {
+			if res[i] != "ok signed+encrypted" {
+				t.Fatalf("Santuario: %s", res[i])
+			}
+			env, err := os.ReadFile(filepath.Join(dir, variant+".xml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var enc []Attachment
+			for _, a := range plain {
+				data, err := os.ReadFile(filepath.Join(dir, variant+"-"+a.ContentID+".enc"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				enc = append(enc, Attachment{ContentID: a.ContentID, ContentType: "application/octet-stream", Data: data})
+			}
+			got, err := receiverVerifier(t, p).Verify(env, enc)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, env)
+			}
+			if !got.Signed || !got.Encrypted || len(got.References) != 4 {
+				t.Fatalf("%+v", got)
+			}
+			for k := range plain {
+				if !bytes.Equal(got.Attachments[k].Data, plain[k].Data) || got.Attachments[k].ContentType != plain[k].ContentType {
+					t.Fatalf("attachment %d: %q %q", k, got.Attachments[k].ContentType, got.Attachments[k].Data[:10])
+				}
+			}
+			enc[1].Data = bytes.Clone(enc[1].Data)
+			enc[1].Data[len(enc[1].Data)-1] ^= 1
+			_, err = receiverVerifier(t, p).Verify(env, enc)
+			wantCode(t, err, FailedDecryption, "authentication tag")
+		})
+	}
+}
