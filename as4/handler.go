@@ -77,12 +77,12 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, soap12, f)
 		return
 	}
-	sec, f := h.verifySecurity(body, r.Header.Get("Content-Type"))
+	sec, plain, contentType, f := h.verifySecurity(body, r.Header.Get("Content-Type"))
 	if f != nil {
 		h.fail(w, guessSOAP(body), f)
 		return
 	}
-	req, err := readRequest(body, r.Header.Get("Content-Type"), h.cfg.AcceptUnverifiedSecurity || sec.Signed)
+	req, err := readRequest(plain, contentType, h.cfg.AcceptUnverifiedSecurity || sec.Signed)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):

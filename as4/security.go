@@ -2,7 +2,10 @@ package as4
 
 import (
 	"bytes"
+	"fmt"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/txinbox/txinbox/as4/wssec"
@@ -16,8 +19,10 @@ import (
 // SecurityConfig configures WS-Security (OASIS WSS 1.1.1 as profiled by
 // eDelivery AS4) on the endpoint.
 type SecurityConfig struct {
-	// Verifier checks the signature of incoming messages against its
-	// trust store. Defaults to nil: signatures are not verified, and a
+	// Verifier decrypts (when its VerifyConfig.Decrypter is set) and
+	// checks the signature of incoming messages against its trust store.
+	// Decrypted messages are read, stored and delivered as plaintext.
+	// Defaults to nil: signatures are not verified, and a
 	// wsse:Security header marked mustUnderstand is refused unless
 	// AcceptUnverifiedSecurity is set.
 	Verifier *wssec.Verifier
@@ -52,40 +57,70 @@ func init() {
 	errorInfo[FailedDecryption] = [2]string{"FailedDecryption", "Processing"}
 }
 
-// verifySecurity verifies the signature of a request when a Verifier is
-// configured. A body whose MIME structure cannot be read is left to
-// readRequest, which answers it.
-func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*wssec.Result, *failure) {
+// verifySecurity decrypts and verifies a request when a Verifier is
+// configured, and returns the message to read: the body as received, or
+// for an encrypted message its plaintext packed again as
+// multipart/related. A body whose MIME structure cannot be read is left
+// to readRequest, which answers it.
+func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*wssec.Result, []byte, string, *failure) {
 	v := h.cfg.Security.Verifier
+	none := &wssec.Result{}
 	if v == nil {
-		return &wssec.Result{}, nil
+		return none, body, contentType, nil
 	}
-	if contentType == "" {
-		contentType = "application/soap+xml"
+	ct := contentType
+	if ct == "" {
+		ct = "application/soap+xml"
 	}
-	root, parts, f := splitMIME(body, contentType)
+	root, parts, f := splitMIME(body, ct)
 	if f != nil {
-		return &wssec.Result{}, nil
+		return none, body, contentType, nil
 	}
 	atts := make([]wssec.Attachment, len(parts))
 	for i, p := range parts {
 		atts[i] = wssec.Attachment{ContentID: p.contentID, ContentType: p.contentType, Data: p.data}
 	}
 	res, err := v.Verify(root, atts)
-	if err == nil {
-		return res, nil
+	if err != nil {
+		e := err.(*wssec.Error)
+		if e.Code == wssec.InvalidHeader {
+			return none, body, contentType, nil // readRequest names what is wrong
+		}
+		f = senderFailure(ErrorCode(e.Code), e.Detail)
+		if msg, err := ebms.Parse(bytes.NewReader(body), ct); err == nil {
+			f.RefToMessageID = msg.MessageID
+		}
+		return nil, nil, "", f
 	}
-	e := err.(*wssec.Error)
-	code, status := ErrorCode(e.Code), http.StatusBadRequest
-	if code == InvalidHeader {
-		return &wssec.Result{}, nil // readRequest names what is wrong
+	if !res.Encrypted {
+		return res, body, contentType, nil
 	}
-	f = senderFailure(code, e.Detail)
-	f.Status = status
-	if msg, err := ebms.Parse(bytes.NewReader(body), contentType); err == nil {
-		f.RefToMessageID = msg.MessageID
+	plain, plainType := repack(res.Envelope, res.Attachments, ct)
+	return res, plain, plainType, nil
+}
+
+// repack packs a decrypted envelope and attachments as multipart/related,
+// with the root part's type of the original Content-Type.
+func repack(env []byte, atts []wssec.Attachment, contentType string) ([]byte, string) {
+	_, params, _ := mime.ParseMediaType(contentType)
+	rootType := params["type"]
+	if rootType == "" {
+		rootType = "application/soap+xml"
 	}
-	return nil, f
+	// The types come from the sender's EncryptedData: no line breaks may
+	// pass into the headers.
+	oneLine := strings.NewReplacer("\r", " ", "\n", " ", "\"", "")
+	rootType = oneLine.Replace(rootType)
+	boundary := "txinbox-plain-" + strings.TrimSuffix(newMessageID(), "@txinbox")
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=UTF-8\r\nContent-ID: <root@txinbox>\r\n\r\n", boundary, rootType)
+	b.Write(env)
+	for _, a := range atts {
+		fmt.Fprintf(&b, "\r\n--%s\r\nContent-Type: %s\r\nContent-Transfer-Encoding: binary\r\nContent-ID: <%s>\r\n\r\n", boundary, oneLine.Replace(a.ContentType), oneLine.Replace(a.ContentID))
+		b.Write(a.Data)
+	}
+	fmt.Fprintf(&b, "\r\n--%s--\r\n", boundary)
+	return b.Bytes(), fmt.Sprintf(`multipart/related; boundary="%s"; type="%s"; start="<root@txinbox>"`, boundary, rootType)
 }
 
 // signReceipt makes the receipt of a signed request a signed

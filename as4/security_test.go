@@ -19,7 +19,9 @@ import (
 // trusts the test CA and signs its receipts as the test receiver.
 func securedEndpoint(t *testing.T, require bool) as4.SecurityConfig {
 	p := wssectest.Get(t)
-	v, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: p.Roots()})
+	d, err := wssec.NewDecrypter(p.ReceiverKey, p.Receiver)
+	must(t, err)
+	v, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: p.Roots(), Decrypter: d})
 	must(t, err)
 	s, err := wssec.NewSigner(p.ReceiverKey, p.Receiver)
 	must(t, err)
@@ -145,4 +147,38 @@ func TestSignedReceiptVerifiedByWSS4J(t *testing.T) {
 	if !strings.HasPrefix(res[1], "error ") {
 		t.Fatalf("WSS4J accepted a changed receipt: %s", res[1])
 	}
+}
+
+// TestEncryptedMessageStoredDecrypted: a signed and encrypted message is
+// decrypted, verified and stored as plaintext; changed ciphertext gets
+// EBMS:0102 and nothing is stored.
+func TestEncryptedMessageStoredDecrypted(t *testing.T) {
+	backends(t, options{security: securedEndpoint(t, true)}, func(t *testing.T, e *endpoint) {
+		p := wssectest.Get(t)
+		m := userMessage{id: newID(), from: "partner", payloads: [][]byte{[]byte("<Invoice><ID>7</ID></Invoice>")}}
+		s, err := wssec.NewSigner(p.LeafKey, p.Leaf)
+		must(t, err)
+		plain := []wssec.Attachment{{ContentID: "part0@test", ContentType: "application/xml", Data: m.payloads[0]}}
+		env, err := s.Sign([]byte(m.envelope()), plain)
+		must(t, err)
+		x, err := wssec.NewEncrypter(p.Receiver)
+		must(t, err)
+		env, enc, err := x.Encrypt(env, plain)
+		must(t, err)
+
+		bad := append([]wssec.Attachment(nil), enc...)
+		bad[0].Data = bytes.Clone(bad[0].Data)
+		bad[0].Data[13] ^= 0x40
+		body, ct := mimeOf(env, bad)
+		wantError(t, post(t, e.url, ct, body), http.StatusBadRequest, as4.FailedDecryption)
+		if n := e.count(t, "SELECT count(*) FROM txinbox_as4_messages"); n != 0 {
+			t.Fatalf("%d messages stored after a failed decryption", n)
+		}
+
+		body, ct = mimeOf(env, enc)
+		wantReceipt(t, post(t, e.url, ct, body), m.id)
+		if n := e.count(t, "SELECT count(*) FROM txinbox_as4_payloads WHERE data = $1", m.payloads[0]); n != 1 {
+			t.Fatalf("%d plaintext payloads stored", n)
+		}
+	})
 }
