@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -60,7 +61,12 @@ func (s *Signer) Sign(envelope []byte, attachments []Attachment) ([]byte, error)
 	case env.security != nil:
 		return nil, errors.New("wssec: signing: the envelope already has a wsse:Security header")
 	}
-	out, ids, err := withIDs(envelope, env)
+	// The ids derive from the envelope: signing the same message again
+	// (a resend) gives the same bytes, so the partner's original receipt,
+	// replayed, repeats the same references.
+	seed := sha256.Sum256(envelope)
+	idBase := hex.EncodeToString(seed[:16])
+	out, ids, err := withIDs(envelope, env, idBase)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +90,7 @@ func (s *Signer) Sign(envelope []byte, attachments []Attachment) ([]byte, error)
 	if out[env.header.startTag[1]-2] == '/' {
 		return nil, errors.New("wssec: signing: the SOAP Header is an empty element tag")
 	}
-	sec := s.securityHeader(doc.root.space, refs.String())
+	sec := s.securityHeader(doc.root.space, refs.String(), idBase)
 	out = insertAfter(out, env.header.startTag[1], sec)
 	return s.fillSignature(out)
 }
@@ -110,16 +116,16 @@ func (s *Signer) fillSignature(out []byte) ([]byte, error) {
 	return bytes.Replace(out, []byte(signaturePlaceholder), []byte(base64.StdEncoding.EncodeToString(sig)), 1), nil
 }
 
-func (s *Signer) securityHeader(soapNS, refs string) string {
+func (s *Signer) securityHeader(soapNS, refs, idBase string) string {
 	mu := "true"
 	if soapNS == nsSOAP11 {
 		mu = "1"
 	}
-	bstID := "X509-" + randomID()
+	bstID := "X509-" + idBase
 	return `<wsse:Security xmlns:wsse="` + nsWSSE + `" xmlns:wsu="` + nsWSU + `" xmlns:wssoap="` + soapNS + `" wssoap:mustUnderstand="` + mu + `">` +
 		`<wsse:BinarySecurityToken EncodingType="` + encBase64 + `" ValueType="` + tokenX509v3 + `" wsu:Id="` + bstID + `">` +
 		base64.StdEncoding.EncodeToString(s.cert.Raw) + `</wsse:BinarySecurityToken>` +
-		`<ds:Signature xmlns:ds="` + nsDS + `" Id="SIG-` + randomID() + `">` +
+		`<ds:Signature xmlns:ds="` + nsDS + `" Id="SIG-` + idBase + `">` +
 		`<ds:SignedInfo><ds:CanonicalizationMethod Algorithm="` + algExcC14N + `"></ds:CanonicalizationMethod>` +
 		`<ds:SignatureMethod Algorithm="` + algRSASHA256 + `"></ds:SignatureMethod>` + refs + `</ds:SignedInfo>` +
 		`<ds:SignatureValue>` + signaturePlaceholder + `</ds:SignatureValue>` +
@@ -142,18 +148,18 @@ func sha256Base64(data []byte) string {
 
 // withIDs gives the eb:Messaging header and the Body a wsu:Id where they
 // have none and returns the envelope and the two ids.
-func withIDs(envelope []byte, env *soapEnvelope) ([]byte, []string, error) {
+func withIDs(envelope []byte, env *soapEnvelope, idBase string) ([]byte, []string, error) {
 	out := envelope
 	var ids []string
 	// The Body comes after the header: insert there first, so that the
 	// header's offsets stay valid.
-	for _, el := range []*node{env.body, env.messaging} {
+	for i, el := range []*node{env.body, env.messaging} {
 		id := el.id()
 		if id == "" {
 			if uri, declared := declaredHere(el, "wsu"); declared && uri != nsWSU {
 				return nil, nil, fmt.Errorf("wssec: signing: <%s> binds the prefix wsu to %q", el.local, uri)
 			}
-			id = "id-" + randomID()
+			id = "id-" + idBase + []string{"-body", "-messaging"}[i]
 			end := el.startTag[1] - 1 // the '>'
 			if out[end-1] == '/' {
 				end--

@@ -159,3 +159,13 @@ func TestVerifyRefusesCertificates(t *testing.T) {
 		wantCode(t, err, FailedAuthentication, "not trusted")
 	}
 }
+
+// TestSignIsDeterministic: a resend signs to the same bytes, so that a
+// replayed receipt's references match it.
+func TestSignIsDeterministic(t *testing.T) {
+	a, _ := signed(t)
+	b, _ := signed(t)
+	if !bytes.Equal(a, b) {
+		t.Fatal("signing the same envelope twice gave different bytes")
+	}
+}
