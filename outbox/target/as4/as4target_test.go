@@ -19,9 +19,9 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
-	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/outbox"
 	as4target "github.com/txinbox/txinbox/outbox/target/as4"
