@@ -7,6 +7,7 @@ package wssectest
 
 import (
 	"bytes"
+	_ "embed"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -60,11 +61,12 @@ func newPKI() (*PKI, error) {
 	p := &PKI{}
 	now := time.Now()
 	from, to := now.Add(-time.Hour), now.Add(365*24*time.Hour)
-	var err error
-	for _, k := range []**rsa.PrivateKey{&p.CAKey, &p.OtherCAKey, &p.LeafKey, &p.OtherLeafKey, &p.ExpiredKey, &p.ReceiverKey} {
-		if *k, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-			return nil, err
-		}
+	keys, err := testKeys()
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range []**rsa.PrivateKey{&p.CAKey, &p.OtherCAKey, &p.LeafKey, &p.OtherLeafKey, &p.ExpiredKey, &p.ReceiverKey} {
+		*k = keys[i]
 	}
 	certs := []struct {
 		out      **x509.Certificate
@@ -103,6 +105,35 @@ func newPKI() (*PKI, error) {
 		}
 	}
 	return p, nil
+}
+
+// testkeys.pem holds six RSA 2048 keys made with openssl genpkey for
+// these tests only: generating them in every test (and fuzz worker)
+// process took seconds. The certificates are made at run time, valid
+// around now.
+//
+//go:embed testkeys.pem
+var testKeysPEM []byte
+
+func testKeys() ([]*rsa.PrivateKey, error) {
+	var keys []*rsa.PrivateKey
+	rest := testKeysPEM
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k.(*rsa.PrivateKey))
+	}
+	if len(keys) < 6 {
+		return nil, fmt.Errorf("testkeys.pem holds %d keys, want 6", len(keys))
+	}
+	return keys, nil
 }
 
 // Roots returns a pool with the test CA.
