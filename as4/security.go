@@ -2,6 +2,7 @@ package as4
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -82,7 +83,10 @@ func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*wssec.R
 	}
 	res, err := v.Verify(root, atts)
 	if err != nil {
-		e := err.(*wssec.Error)
+		var e *wssec.Error
+		if !errors.As(err, &e) {
+			e = &wssec.Error{Code: wssec.FailedAuthentication, Detail: err.Error()}
+		}
 		if e.Code == wssec.InvalidHeader {
 			return none, body, contentType, nil // readRequest names what is wrong
 		}

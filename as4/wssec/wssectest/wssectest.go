@@ -7,11 +7,11 @@ package wssectest
 
 import (
 	"bytes"
-	_ "embed"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	_ "embed"
 	"encoding/pem"
 	"fmt"
 	"math/big"
