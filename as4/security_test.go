@@ -17,7 +17,7 @@ import (
 
 // securedEndpoint is the security configuration of an endpoint that
 // trusts the test CA and signs its receipts as the test receiver.
-func securedEndpoint(t *testing.T, require bool) as4.SecurityConfig {
+func securedEndpoint(t testing.TB, require bool) as4.SecurityConfig {
 	p := wssectest.Get(t)
 	d, err := wssec.NewDecrypter(p.ReceiverKey, p.Receiver)
 	must(t, err)
@@ -29,7 +29,13 @@ func securedEndpoint(t *testing.T, require bool) as4.SecurityConfig {
 }
 
 // signedMIME signs m as the test partner and packs it as multipart/related.
-func signedMIME(t *testing.T, m userMessage) ([]byte, string, []wssec.Attachment) {
+func signedMIME(t testing.TB, m userMessage) ([]byte, string, []wssec.Attachment) {
+	return secureMIME(t, m, false)
+}
+
+// secureMIME signs m as the test partner, encrypts its payloads for the
+// receiver if asked, and packs it; it returns the plaintext attachments.
+func secureMIME(t testing.TB, m userMessage, encrypt bool) ([]byte, string, []wssec.Attachment) {
 	t.Helper()
 	p := wssectest.Get(t)
 	s, err := wssec.NewSigner(p.LeafKey, p.Leaf)
@@ -40,7 +46,14 @@ func signedMIME(t *testing.T, m userMessage) ([]byte, string, []wssec.Attachment
 	}
 	env, err := s.Sign([]byte(m.envelope()), atts)
 	must(t, err)
-	body, ct := mimeOf(env, atts)
+	sent := atts
+	if encrypt {
+		x, err := wssec.NewEncrypter(p.Receiver)
+		must(t, err)
+		env, sent, err = x.Encrypt(env, atts)
+		must(t, err)
+	}
+	body, ct := mimeOf(env, sent)
 	return body, ct, atts
 }
 
