@@ -51,39 +51,7 @@ type canonicalizer struct {
 // element writes n; rendered maps each prefix to the namespace the nearest
 // written ancestor declared for it.
 func (c *canonicalizer) element(n *node, rendered map[string]string) {
-	decls := c.namespaces(n, rendered)
-	name := qname(n.prefix, n.local)
-	c.b.WriteString("<" + name)
-	scope := rendered
-	if len(decls) > 0 {
-		scope = make(map[string]string, len(rendered)+len(decls))
-		for k, v := range rendered {
-			scope[k] = v
-		}
-		for _, d := range decls {
-			scope[d.prefix] = d.uri
-			if d.prefix == "" {
-				c.b.WriteString(` xmlns="`)
-			} else {
-				c.b.WriteString(" xmlns:" + d.prefix + `="`)
-			}
-			escapeAttr(&c.b, d.uri)
-			c.b.WriteByte('"')
-		}
-	}
-	attrs := append([]attr(nil), n.attrs...)
-	sort.Slice(attrs, func(i, j int) bool {
-		if attrs[i].space != attrs[j].space {
-			return attrs[i].space < attrs[j].space
-		}
-		return attrs[i].local < attrs[j].local
-	})
-	for _, a := range attrs {
-		c.b.WriteString(" " + qname(a.prefix, a.local) + `="`)
-		escapeAttr(&c.b, a.value)
-		c.b.WriteByte('"')
-	}
-	c.b.WriteByte('>')
+	scope := startTag(&c.b, n.prefix, n.local, n.attrs, c.inclusive, n.lookup, rendered)
 	for _, ch := range n.children {
 		switch ch.kind {
 		case elementNode:
@@ -94,19 +62,61 @@ func (c *canonicalizer) element(n *node, rendered map[string]string) {
 			c.pi(ch)
 		}
 	}
-	c.b.WriteString("</" + name + ">")
+	c.b.WriteString("</" + qname(n.prefix, n.local) + ">")
 }
 
-// namespaces returns the declarations to write on n, sorted by prefix.
-func (c *canonicalizer) namespaces(n *node, rendered map[string]string) []nsDecl {
-	used := map[string]bool{n.prefix: true}
-	for _, a := range n.attrs {
+// startTag writes an element's canonical start tag: the namespace
+// declarations it needs, sorted by prefix, then its attributes (whose
+// namespaces are resolved) sorted by namespace and local name. It returns
+// the namespaces rendered for the element's children.
+func startTag(b *strings.Builder, prefix, local string, attrs []attr, inclusive map[string]bool, lookup func(string) (string, bool), rendered map[string]string) map[string]string {
+	decls := namespaces(prefix, attrs, inclusive, lookup, rendered)
+	b.WriteString("<" + qname(prefix, local))
+	scope := rendered
+	if len(decls) > 0 {
+		scope = make(map[string]string, len(rendered)+len(decls))
+		for k, v := range rendered {
+			scope[k] = v
+		}
+		for _, d := range decls {
+			scope[d.prefix] = d.uri
+			if d.prefix == "" {
+				b.WriteString(` xmlns="`)
+			} else {
+				b.WriteString(" xmlns:" + d.prefix + `="`)
+			}
+			escapeAttr(b, d.uri)
+			b.WriteByte('"')
+		}
+	}
+	sorted := append([]attr(nil), attrs...)
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].space != sorted[j].space {
+			return sorted[i].space < sorted[j].space
+		}
+		return sorted[i].local < sorted[j].local
+	})
+	for _, a := range sorted {
+		b.WriteString(" " + qname(a.prefix, a.local) + `="`)
+		escapeAttr(b, a.value)
+		b.WriteByte('"')
+	}
+	b.WriteByte('>')
+	return scope
+}
+
+// namespaces returns the declarations to write on an element, sorted by
+// prefix: those its name and attributes use, and the inclusive prefixes
+// in scope, unless the nearest written ancestor declared them alike.
+func namespaces(prefix string, attrs []attr, inclusive map[string]bool, lookup func(string) (string, bool), rendered map[string]string) []nsDecl {
+	used := map[string]bool{prefix: true}
+	for _, a := range attrs {
 		if a.prefix != "" {
 			used[a.prefix] = true
 		}
 	}
-	for p := range c.inclusive {
-		if _, inScope := n.lookup(p); inScope {
+	for p := range inclusive {
+		if _, inScope := lookup(p); inScope {
 			used[p] = true
 		}
 	}
@@ -115,7 +125,7 @@ func (c *canonicalizer) namespaces(n *node, rendered map[string]string) []nsDecl
 		if p == "xml" {
 			continue
 		}
-		uri, _ := n.lookup(p)
+		uri, _ := lookup(p)
 		prev, ok := rendered[p]
 		if p == "" && uri == "" && (!ok || prev == "") {
 			continue // no default namespace, and none to undo

@@ -45,7 +45,7 @@ func FuzzVerify(f *testing.F) {
 }
 
 // FuzzCanonicalize: the canonical form of a document is a document whose
-// canonical form is itself.
+// canonical form is itself, and streaming gives the same as the tree.
 func FuzzCanonicalize(f *testing.F) {
 	for _, c := range c14nCases {
 		f.Add([]byte(c))
@@ -57,6 +57,10 @@ func FuzzCanonicalize(f *testing.F) {
 			return
 		}
 		once := canonicalizeDocument(doc)
+		var streamed bytes.Buffer
+		if err := canonicalizeStream(data, &streamed); err != nil || !bytes.Equal(streamed.Bytes(), once) {
+			t.Fatalf("the streamed form differs (%v):\n%q\n%q", err, streamed.Bytes(), once)
+		}
 		again, err := parse(once)
 		if err != nil {
 			t.Fatalf("the canonical form does not parse: %v\n%q", err, once)

@@ -79,6 +79,10 @@ func TestJavaPeerInterop(t *testing.T) {
 		if got := canonicalizeDocument(doc); !bytes.Equal(got, javaOut) {
 			t.Errorf("c14n %d:\n go: %q\njava: %q", i, got, javaOut)
 		}
+		var streamed bytes.Buffer
+		if err := canonicalizeStream([]byte(c), &streamed); err != nil || !bytes.Equal(streamed.Bytes(), javaOut) {
+			t.Errorf("streamed c14n %d: %v\n go: %q\njava: %q", i, err, streamed.Bytes(), javaOut)
+		}
 	}
 }
 

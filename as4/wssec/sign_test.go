@@ -169,3 +169,26 @@ func TestSignIsDeterministic(t *testing.T) {
 		t.Fatal("signing the same envelope twice gave different bytes")
 	}
 }
+
+// TestLargeXMLAttachment: an XML payload with more elements than an
+// envelope may have is canonicalized as a stream, signed and verified.
+func TestLargeXMLAttachment(t *testing.T) {
+	p := wssectest.Get(t)
+	var b strings.Builder
+	b.WriteString(`<Lines xmlns="urn:inv">`)
+	for i := 0; i < maxElements+10; i++ {
+		b.WriteString(`<L n="1">x</L>`)
+	}
+	b.WriteString(`</Lines>`)
+	atts := []Attachment{{ContentID: "big", ContentType: "application/xml", Data: []byte(b.String())}}
+	env, err := mustSigner(t, p.LeafKey, p.Leaf).Sign([]byte(userMessage), atts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifierFor(t, p).Verify(env, atts); err != nil {
+		t.Fatal(err)
+	}
+	atts[0].Data = bytes.Replace(atts[0].Data, []byte(`n="1"`), []byte(`n="2"`), 1)
+	_, err = verifierFor(t, p).Verify(env, atts)
+	wantCode(t, err, FailedAuthentication, "digest does not match")
+}

@@ -1,6 +1,7 @@
 package wssec
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rsa"
 	"crypto/subtle"
@@ -470,11 +471,11 @@ func attachmentOctets(a *Attachment, alg, uri string) ([]byte, *Error) {
 	if !isXMLType(a.ContentType) {
 		return a.Data, nil
 	}
-	doc, err := parse(a.Data)
-	if err != nil {
+	var out bytes.Buffer
+	if err := canonicalizeStream(a.Data, &out); err != nil {
 		return nil, authFailed("attachment <%s> is declared XML (%s) but cannot be canonicalized: %v", a.ContentID, a.ContentType, err)
 	}
-	return canonicalizeDocument(doc), nil
+	return out.Bytes(), nil
 }
 
 func isXMLType(ct string) bool {
