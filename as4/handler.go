@@ -82,7 +82,7 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, guessSOAP(body), f)
 		return
 	}
-	req, err := readRequest(plain, contentType, h.cfg.AcceptUnverifiedSecurity || sec.Signed)
+	req, err := readRequest(plain, contentType, h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):

@@ -195,3 +195,25 @@ func TestEncryptedMessageStoredDecrypted(t *testing.T) {
 		}
 	})
 }
+
+// TestEncryptedUnsignedMessage: without RequireSignature an encrypted,
+// unsigned message is decrypted (its security header is understood) and
+// gets a plain receipt.
+func TestEncryptedUnsignedMessage(t *testing.T) {
+	p := wssectest.Get(t)
+	e := newSQLite(t, options{security: securedEndpoint(t, false)})
+	m := userMessage{id: newID(), from: "partner", payloads: [][]byte{[]byte("<Invoice><ID>8</ID></Invoice>")}}
+	x, err := wssec.NewEncrypter(p.Receiver)
+	must(t, err)
+	env, enc, err := x.Encrypt([]byte(m.envelope()), []wssec.Attachment{{ContentID: "part0@test", ContentType: "application/xml", Data: m.payloads[0]}})
+	must(t, err)
+	body, ct := mimeOf(env, enc)
+	r := post(t, e.url, ct, body)
+	wantReceipt(t, r, m.id)
+	if bytes.Contains(r.body, []byte("NonRepudiationInformation")) {
+		t.Fatal("an unsigned message got a non-repudiation receipt")
+	}
+	if n := e.count(t, "SELECT count(*) FROM txinbox_as4_payloads WHERE data = ?", m.payloads[0]); n != 1 {
+		t.Fatalf("%d plaintext payloads stored", n)
+	}
+}
