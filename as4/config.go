@@ -2,6 +2,7 @@ package as4
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -61,6 +62,9 @@ type Config[TTx any] struct {
 	// authentication or a gateway in front verifies them. Defaults to
 	// false: such messages get a SOAP MustUnderstand fault with EBMS:0103.
 	AcceptUnverifiedSecurity bool
+	// Security verifies signed messages and signs receipts. Defaults to
+	// no verification and unsigned receipts.
+	Security SecurityConfig
 	// NewMessageID returns the MessageId of each receipt and error signal.
 	// Defaults to a random UUID followed by "@txinbox".
 	NewMessageID func() string
@@ -122,7 +126,12 @@ func (c Config[TTx]) validate() error {
 	case c.MaxDecompressedBytes < 0:
 		return &ConfigError{Field: "MaxDecompressedBytes", Msg: "must not be negative"}
 	}
-	return nil
+	for _, a := range c.Agreements {
+		if (a.RequireSignature || a.RequireEncryption) && c.Security.Verifier == nil {
+			return &ConfigError{Field: "Agreements", Msg: fmt.Sprintf("agreement %q requires signed or encrypted messages: that needs Security.Verifier (a verified signature, a decrypting key)", a.Name)}
+		}
+	}
+	return c.Security.validate()
 }
 
 // ConfigError names the Config field that is invalid.

@@ -29,8 +29,11 @@
 // decompressed size of gzip payloads are limited (Config); with
 // Config.Agreements (P-Modes), messages outside them get EBMS:0010;
 // receipts and errors posted to the endpoint are acknowledged with an empty
-// 200; a PullRequest gets the EBMS:0006 warning. WS-Security is not
-// verified: a wsse:Security header marked mustUnderstand is refused unless
+// 200; a PullRequest gets the EBMS:0006 warning. With Config.Security the
+// endpoint decrypts and verifies WS-Security (package as4/wssec) before it
+// reads the ebMS header, answers failures with EBMS:0101/0102/0103, and
+// signs non-repudiation receipts for signed messages; without it a
+// wsse:Security header marked mustUnderstand is refused unless
 // Config.AcceptUnverifiedSecurity is set. docs/as4.md has the full table.
 //
 //	driver, _ := pgstore.New(pool, pgstore.Options{})
@@ -52,6 +55,7 @@
 // (multipart/related, SOAP 1.2, payloads as cid: attachments) and returns
 // the partner's receipt, or a *SendError that says whether the partner
 // refused the message for good (IsPermanent) or it may be resent.
-// DeriveMessageID makes the MessageId of a resend the same. Nothing is
-// signed or encrypted; docs/as4.md, section Sending, has the details.
+// DeriveMessageID makes the MessageId of a resend the same.
+// ClientConfig.Security signs and encrypts the messages and verifies the
+// partner's signed receipt; docs/as4.md, section Sending, has the details.
 package as4

@@ -86,7 +86,12 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, soap12, f)
 		return
 	}
-	req, err := readRequest(body, r.Header.Get("Content-Type"), h.limits(), h.cfg.AcceptUnverifiedSecurity)
+	sec, plain, contentType, f := h.verifySecurity(body, r.Header.Get("Content-Type"))
+	if f != nil {
+		h.fail(w, guessSOAP(body), f)
+		return
+	}
+	req, err := readRequest(plain, contentType, h.limits(), h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
@@ -95,7 +100,10 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, guessSOAP(body), f)
 	case err != nil:
 		h.fail(w, soap12, receiverFailure(http.StatusInternalServerError, err.Error(), err))
+	case h.cfg.Security.RequireSignature && !sec.Signed:
+		h.fail(w, soapOf(req.msg.SOAPVersion), withRef(senderFailure(PolicyNoncompliance, "the message is not signed; this endpoint requires a WS-Security signature"), req.msg.MessageID))
 	default:
+		req.security = sec
 		if req.agreement, f = matchAgreement(h.cfg.Agreements, req); f != nil {
 			h.fail(w, soapOf(req.msg.SOAPVersion), withRef(f, req.user.MessageID))
 			return
@@ -197,7 +205,12 @@ func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *R
 			writeReceipt(w, stored)
 			return
 		}
-		writeReceipt(w, h.receipt(v, id, ref, at, content))
+		rc, err := h.receipt(v, id, ref, at, content)
+		if err != nil {
+			h.fail(w, v, withRef(receiverFailure(http.StatusInternalServerError, "signing the receipt failed", err), rec.UserMessage.MessageID))
+			return
+		}
+		writeReceipt(w, rc)
 	default:
 		writeReceipt(w, stored)
 	}
@@ -205,9 +218,22 @@ func (h *Handler[TTx]) replay(ctx context.Context, w http.ResponseWriter, rec *R
 
 // receipt returns the receipt with MessageId id for the user message ref,
 // whose eb:Receipt holds content: the one place where the bytes of a
-// receipt are made (a signing step belongs here).
-func (h *Handler[TTx]) receipt(v soapVersion, id, ref string, at time.Time, content []byte) StoredReceipt {
-	return StoredReceipt{MessageID: id, ContentType: v.contentType, Body: receiptWithContent(v, id, ref, at, content)}
+// receipt are made. A non-repudiation receipt (content is
+// ebbp:NonRepudiationInformation, which with a Security.Verifier holds
+// only verified references) is signed when a Security.Signer is set; the
+// signature's ids derive from the envelope, so the same receipt signed
+// again gives the same bytes.
+func (h *Handler[TTx]) receipt(v soapVersion, id, ref string, at time.Time, content []byte) (StoredReceipt, error) {
+	body := receiptWithContent(v, id, ref, at, content)
+	sec := h.cfg.Security
+	if sec.Signer != nil && sec.Verifier != nil && bytes.HasPrefix(content, []byte("<ebbp:NonRepudiationInformation")) {
+		signed, err := sec.Signer.Sign(body, nil)
+		if err != nil {
+			return StoredReceipt{}, fmt.Errorf("as4: signing the receipt: %w", err)
+		}
+		body = signed
+	}
+	return StoredReceipt{MessageID: id, ContentType: v.contentType, Body: body}, nil
 }
 
 func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
@@ -219,6 +245,10 @@ func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
 	rec.Fingerprint = fingerprint(&rec.UserMessage, rec.Parts)
 	var content xmlWriter
 	refs := req.signatureRefs
+	if h.cfg.Security.Verifier != nil {
+		// Only what the verifier checked goes into a receipt it signs.
+		refs = verifiedRefs(req.security)
+	}
 	if req.agreement != nil {
 		rec.Agreement = req.agreement.Name
 		if req.agreement.Receipt == ReceiptPlain {
@@ -230,7 +260,9 @@ func (h *Handler[TTx]) newReceived(req *request) (*Received, *failure) {
 		return nil, withRef(senderFailure(InvalidHeader, "wsse:Security: "+err.Error()), rec.UserMessage.MessageID)
 	}
 	receiptContent(&content, &rec.UserMessage, nrr)
-	rec.Receipt = h.receipt(soapOf(rec.SOAPVersion), h.cfg.NewMessageID(), rec.UserMessage.MessageID, now, []byte(content.b.String()))
+	if rec.Receipt, err = h.receipt(soapOf(rec.SOAPVersion), h.cfg.NewMessageID(), rec.UserMessage.MessageID, now, []byte(content.b.String())); err != nil {
+		return nil, withRef(receiverFailure(http.StatusInternalServerError, "signing the receipt failed", err), rec.UserMessage.MessageID)
+	}
 	return rec, nil
 }
 

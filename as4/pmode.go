@@ -39,10 +39,11 @@ type Agreement struct {
 	// RequireCompression refuses a payload that is not gzip-compressed
 	// (eDelivery AS4 compresses every payload).
 	RequireCompression bool `yaml:"require_compression"`
-	// RequireSignature and RequireEncryption are the agreement's security
-	// requirements. This endpoint checks that a signed message has a
-	// ds:Signature; verifying it and checking encryption is the
-	// WS-Security layer's part.
+	// RequireSignature refuses (EBMS:0103) a message without a signature
+	// verified by Config.Security.Verifier; RequireEncryption one that was
+	// not decrypted by it or has an attachment that came unencrypted.
+	// Either needs Security.Verifier. The trust store and keys are the
+	// endpoint's (Config.Security), not per agreement.
 	RequireSignature  bool `yaml:"require_signature"`
 	RequireEncryption bool `yaml:"require_encryption"`
 	// DuplicatesAcrossSenders makes a MessageId unique across all senders
@@ -183,8 +184,17 @@ func (a *Agreement) check(r *request) *failure {
 			}
 		}
 	}
-	if a.RequireSignature && len(r.signatureRefs) == 0 {
-		return senderFailure(PolicyNoncompliance, fmt.Sprintf("agreement %q requires signed messages; this one has no ds:Signature in wsse:Security", a.Name))
+	signed := r.security != nil && r.security.Result != nil && r.security.Signed
+	if a.RequireSignature && !signed {
+		return senderFailure(PolicyNoncompliance, fmt.Sprintf("agreement %q requires signed messages; this one has no signature verified by the endpoint", a.Name))
+	}
+	if a.RequireEncryption {
+		switch {
+		case r.security == nil || r.security.Result == nil || !r.security.Encrypted:
+			return senderFailure(PolicyNoncompliance, fmt.Sprintf("agreement %q requires encrypted messages; this one has no xenc:EncryptedKey for this endpoint", a.Name))
+		case len(r.security.plaintextParts) > 0:
+			return senderFailure(PolicyNoncompliance, fmt.Sprintf("agreement %q requires encrypted messages; attachment %q is not encrypted", a.Name, r.security.plaintextParts[0]))
+		}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func loadTestAgreements(t *testing.T) []as4.Agreement {
 
 func TestAgreements(t *testing.T) {
 	t.Parallel()
-	e := newSQLite(t, options{agreements: loadTestAgreements(t)})
+	e := newSQLite(t, options{agreements: loadTestAgreements(t), security: securedEndpoint(t, false)})
 	stored := func() int { return e.count(t, "SELECT count(*) FROM txinbox_inbox") }
 
 	ok := userMessage{id: newID(), from: "sender", payloads: [][]byte{[]byte("<a/>")}}
@@ -92,9 +92,15 @@ func TestAgreements(t *testing.T) {
 	t.Run("signature required", func(t *testing.T) {
 		m := userMessage{id: newID(), from: "signer"}
 		wantError(t, post(t, e.url, "application/soap+xml", []byte(m.envelope())), http.StatusBadRequest, as4.PolicyNoncompliance)
+		// A ds:Signature that does not verify is no signature.
 		m.security = signedHeader
 		m.payloads = [][]byte{[]byte("<a/>")}
 		body, ct := m.mime(false)
+		if r := post(t, e.url, ct, body); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "EBMS:010") {
+			t.Fatalf("unverifiable signature: %d\n%s", r.status, r.body)
+		}
+		m.security = ""
+		body, ct, _ = signedMIME(t, m)
 		r := post(t, e.url, ct, body)
 		wantReceipt(t, r, m.id)
 		if !strings.Contains(string(r.body), "NonRepudiationInformation") {
@@ -104,8 +110,8 @@ func TestAgreements(t *testing.T) {
 
 	t.Run("plain receipt and duplicates across senders", func(t *testing.T) {
 		id := newID()
-		m := userMessage{id: id, from: "domibus", payloads: [][]byte{gzipped("<a/>")}, partProperties: gzipProps, security: signedHeader}
-		body, ct := m.mime(false)
+		m := userMessage{id: id, from: "domibus", payloads: [][]byte{gzipped("<a/>")}, partProperties: gzipProps}
+		body, ct, _ := signedMIME(t, m)
 		r := post(t, e.url, ct, body)
 		wantReceipt(t, r, id)
 		if strings.Contains(string(r.body), "NonRepudiationInformation") || !strings.Contains(string(r.body), "OriginalUserMessage") {

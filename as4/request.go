@@ -28,6 +28,9 @@ type request struct {
 	// agreement is the P-Mode the request falls under; nil without
 	// Config.Agreements.
 	agreement *Agreement
+	// security is what the WS-Security verifier found; nil before
+	// verification.
+	security *verified
 }
 
 // mimePart is one non-root part of a multipart/related request.

@@ -118,6 +118,9 @@ type ClientConfig struct {
 	// MaxResponseBytes bounds the answer that is read; a longer answer is
 	// a retryable *SendError. Defaults to DefaultMaxResponseBytes (1 MiB).
 	MaxResponseBytes int64
+	// Security signs and encrypts the messages and verifies the
+	// partner's signed receipt. Defaults to none.
+	Security ClientSecurity
 }
 
 func (c ClientConfig) withDefaults() ClientConfig {
@@ -147,13 +150,14 @@ func (c ClientConfig) validate() error {
 	case c.MaxResponseBytes < 0:
 		return &ConfigError{Field: "MaxResponseBytes", Msg: "must not be negative"}
 	}
-	return nil
+	return c.Security.validate()
 }
 
 // Client sends AS4 user messages to one partner endpoint and waits for the
-// synchronous receipt (AS4 reception awareness). It signs and encrypts
-// nothing: WS-Security is not implemented, TLS is expected in front. A
-// Client is safe for concurrent use.
+// synchronous receipt (AS4 reception awareness). With
+// ClientConfig.Security it signs and encrypts the messages (WS-Security,
+// as the eDelivery AS4 profile asks) and verifies the partner's signed
+// non-repudiation receipt. A Client is safe for concurrent use.
 type Client struct {
 	cfg ClientConfig
 }
@@ -188,7 +192,7 @@ func (c *Client) Send(ctx context.Context, m Outgoing) (*SendResult, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	body, contentType, err := m.encode()
+	body, contentType, signed, err := c.encode(&m)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +217,11 @@ func (c *Client) Send(ctx context.Context, m Outgoing) (*SendResult, error) {
 		return nil, &SendError{MessageID: m.MessageID, StatusCode: resp.StatusCode,
 			Reason: fmt.Sprintf("the answer is larger than %d bytes (MaxResponseBytes); not read", c.cfg.MaxResponseBytes)}
 	}
-	return interpret(m.MessageID, resp.StatusCode, resp.Header, answer)
+	res, err := interpret(m.MessageID, resp.StatusCode, resp.Header, answer)
+	if err != nil {
+		return nil, err
+	}
+	return c.checkReceipt(res, signed)
 }
 
 // DeriveMessageID returns a MessageId for a message whose stable id (an

@@ -225,19 +225,23 @@ func (m *Outgoing) envelope() []byte {
 // encode returns m as a multipart/related body (SOAP with attachments):
 // the envelope as the root part, then each payload as a binary part.
 func (m *Outgoing) encode() ([]byte, string, error) {
-	env := m.envelope()
+	return encodeMIME(m.envelope(), m.Payloads)
+}
+
+// encodeMIME packs an envelope and its attachments as multipart/related.
+func encodeMIME(env []byte, payloads []Payload) ([]byte, string, error) {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	// A payload that happens to contain the random boundary would end its
 	// part early; draw another boundary (never needed in practice).
-	for m.containsBoundary(mw.Boundary()) {
+	for containsBoundary(payloads, mw.Boundary()) {
 		mw = multipart.NewWriter(&buf)
 	}
 	parts := []struct {
 		id, ct string
 		data   []byte
 	}{{rootContentID, soap12.contentType, env}}
-	for _, p := range m.Payloads {
+	for _, p := range payloads {
 		parts = append(parts, struct {
 			id, ct string
 			data   []byte
@@ -261,8 +265,8 @@ func (m *Outgoing) encode() ([]byte, string, error) {
 	return buf.Bytes(), ct, nil
 }
 
-func (m *Outgoing) containsBoundary(b string) bool {
-	for _, p := range m.Payloads {
+func containsBoundary(payloads []Payload, b string) bool {
+	for _, p := range payloads {
 		if bytes.Contains(p.Data, []byte(b)) {
 			return true
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,10 @@ type invoicerSummary struct {
 	UNBRefsReusedSender int `json:"unb_refs_reused_sender"`
 	OutboxRows          int `json:"outbox_rows"`
 	OutboxSentReceipt   int `json:"outbox_sent_with_receipt"`
+	// OutboxSignedReceipt counts the outbox rows whose stored receipt is
+	// the partner's signed non-repudiation receipt, which the relay
+	// verified against the digests it signed.
+	OutboxSignedReceipt int `json:"outbox_signed_receipt"`
 	// InvoicDelivered counts received_invoic rows of the run at the
 	// partner: one per delivery its handler ran.
 	InvoicDelivered int `json:"invoic_delivered"`
@@ -113,6 +118,16 @@ func runInvoicerDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOpti
 	if d.o.seed == 0 {
 		d.o.seed = uint64(time.Now().UnixNano())
 	}
+	keys, err := os.MkdirTemp("", "txinbox-invoicer-keys-")
+	if err == nil {
+		defer os.RemoveAll(keys)
+		err = writeDemoPKI(keys)
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox demo: making the WS-Security keys:", err)
+		return ExitFailure
+	}
+	d.keys = keys
 	sum, err := d.execute(ctx)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
@@ -183,6 +198,7 @@ type invoicerDemo struct {
 	seeds    string
 	topic    string
 	addr     string // the partner endpoint
+	keys     string // the directory of the WS-Security keys of both sides
 	children map[string]*invoicerChild
 	// baselines: the partner tables' ids before the run.
 	receivedBase, dupBase int64
@@ -513,7 +529,7 @@ func (d *invoicerDemo) childArgs(role string) []string {
 	case "consumer":
 		args = []string{"demo-invoicer-consumer", "--seeds", d.seeds, "--topic", d.topic}
 	case "relay":
-		args = []string{"demo-invoicer-relay", "--partner-url", "http://" + d.addr + "/as4"}
+		args = []string{"demo-invoicer-relay", "--partner-url", "http://" + d.addr + "/as4", "--keys", d.keys}
 		switch d.o.sabotage {
 		case sabotageFreshMessageID:
 			args = append(args, "--sabotage", sabotageFreshMessageID)
@@ -522,7 +538,7 @@ func (d *invoicerDemo) childArgs(role string) []string {
 			args = append(args, "--sabotage", sabotageLostReceipts)
 		}
 	case "partner":
-		args, f = []string{"demo-invoicer-partner", "--listen", d.addr}, d.partnerF
+		args, f = []string{"demo-invoicer-partner", "--listen", d.addr, "--keys", d.keys}, d.partnerF
 		if d.o.sabotage == sabotagePartnerWithoutInbox {
 			args = append(args, "--sabotage", sabotagePartnerWithoutInbox)
 		}
@@ -611,6 +627,7 @@ func printInvoicerSummary(env *Env, s *invoicerSummary) {
 	fmt.Fprintf(w, "  INVOIC built             %6d  partner_invoices rows (%d invoices twice, %d never; %d UNB control references reused)\n",
 		s.InvoicBuilt, s.DoubleInvoices, s.LostInvoices, s.UNBRefsReusedSender)
 	fmt.Fprintf(w, "  outbox rows              %6d  %d sent with the partner's receipt stored\n", s.OutboxRows, s.OutboxSentReceipt)
+	fmt.Fprintf(w, "  signed NRR receipts      %6d  signed, encrypted INVOICs answered with verified signed receipts\n", s.OutboxSignedReceipt)
 	fmt.Fprintf(w, "  invoic_delivered         %6d  received_invoic rows at the partner (%d invoices twice, %d never, %d wrong UNB reference, %d UNB references reused, %d MessageIds not derived)\n",
 		s.InvoicDelivered, s.DeliveredTwice, s.NeverDelivered, s.WrongUNBRef, s.UNBRefsReusedPar, s.MessageIDsNotDerived)
 	fmt.Fprintf(w, "  duplicates at partner    %6d  AS4 resends the partner's inbox recognised and answered with the stored receipt\n", s.DuplicatesDroppedAtPartner)
@@ -653,12 +670,22 @@ func (d *invoicerDemo) verify(ctx context.Context) error {
 		[]any{invoicer.DefaultScope, d.runPattern()}, []any{&s.OutboxRows, &s.OutboxSentReceipt}, func() error { return nil }); err != nil {
 		return fmt.Errorf("reading the outbox: %w", err)
 	}
+	var receipt []byte
+	if err := d.sender.query(ctx, `SELECT receipt FROM `+d.sender.outboxTable()+` WHERE scope = $1 AND message_id LIKE $2 AND receipt IS NOT NULL`,
+		[]any{invoicer.DefaultScope, d.runPattern()}, []any{&receipt}, func() error {
+			if bytes.Contains(receipt, []byte("NonRepudiationInformation")) && bytes.Contains(receipt, []byte("<ds:SignatureValue>")) {
+				s.OutboxSignedReceipt++
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("reading the outbox receipts: %w", err)
+	}
 	if err := d.verifyPartner(ctx, refOf); err != nil {
 		return err
 	}
 	n := len(d.events)
 	s.OK = s.InvoicBuilt == n && s.DoubleInvoices == 0 && s.LostInvoices == 0 && s.UNBRefsReusedSender == 0 &&
-		s.OutboxRows == n && s.OutboxSentReceipt == n &&
+		s.OutboxRows == n && s.OutboxSentReceipt == n && s.OutboxSignedReceipt == n &&
 		s.InvoicDelivered == n && s.DeliveredTwice == 0 && s.NeverDelivered == 0 && s.WrongUNBRef == 0 && s.UNBRefsReusedPar == 0 &&
 		s.MessageIDsNotDerived == 0 &&
 		s.Crashes == d.o.crashes

@@ -148,12 +148,17 @@ func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbo
 }
 
 func runInvoicerRelay(ctx context.Context, env *Env, args []string) int {
-	var partnerURL, sabotage string
+	var partnerURL, sabotage, keys string
 	return childMain(ctx, env, "demo-invoicer-relay", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&partnerURL, "partner-url", "", "the partner's AS4 endpoint")
+		fs.StringVar(&keys, "keys", "", "directory of the demo's PEM keys and certificates")
 		fs.StringVar(&sabotage, "sabotage", "", "break the relay on purpose: "+sabotageFreshMessageID+" or "+sabotageLostReceipts)
 	}, func(ctx context.Context, db *inboxDB, _ dbFlags) error {
-		as4t, err := invoicerTarget(partnerURL)
+		sec, err := senderSecurity(keys)
+		if err != nil {
+			return err
+		}
+		as4t, err := invoicerTarget(partnerURL, sec)
 		if err != nil {
 			return err
 		}
@@ -243,25 +248,30 @@ func (s *sabotagedTarget) Send(ctx context.Context, m *outbox.Message) (outbox.R
 
 // invoicerTarget is the AS4 target: every partner is served by the demo's
 // one partner endpoint, each under its own PartyId.
-func invoicerTarget(url string) (*as4target.Target, error) {
+func invoicerTarget(url string, sec as4.ClientSecurity) (*as4target.Target, error) {
 	partners := map[string]as4target.Partner{}
 	for name := range invoicerPartners {
 		partners[name] = as4target.Partner{URL: url,
 			From:    ebms.Party{IDs: []ebms.PartyID{{Type: invoicerPartyType, ID: "txinbox-invoicer"}}},
 			To:      ebms.Party{IDs: []ebms.PartyID{{Type: invoicerPartyType, ID: name}}},
-			Service: "urn:txinbox:demo:invoicing", Action: "INVOIC"}
+			Service: "urn:txinbox:demo:invoicing", Action: "INVOIC", Security: sec}
 	}
 	return as4target.New(as4target.Config{Partners: partners, MessageIDDomain: invoicerMessageIDDomain, Timeout: 2 * time.Second})
 }
 
 func runInvoicerPartner(ctx context.Context, env *Env, args []string) int {
-	var listen, sabotage string
+	var listen, sabotage, keys string
 	return childMain(ctx, env, "demo-invoicer-partner", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&listen, "listen", "", "address of the partner's AS4 endpoint")
+		fs.StringVar(&keys, "keys", "", "directory of the demo's PEM keys and certificates")
 		fs.StringVar(&sabotage, "sabotage", "", "break the partner on purpose: "+sabotagePartnerWithoutInbox)
 	}, func(ctx context.Context, db *inboxDB, dbf dbFlags) error {
 		if sabotage != "" && sabotage != sabotagePartnerWithoutInbox {
 			return fmt.Errorf("--sabotage %q: the partner knows %s", sabotage, sabotagePartnerWithoutInbox)
+		}
+		sec, err := partnerSecurity(keys)
+		if err != nil {
+			return err
 		}
 		t := partnerTablesFor(db, dbf.schema)
 		t.withoutInbox = sabotage == sabotagePartnerWithoutInbox
@@ -270,21 +280,21 @@ func runInvoicerPartner(ctx context.Context, env *Env, args []string) int {
 			if err != nil {
 				return err
 			}
-			return servePartner(ctx, listen, db, db.pg, st, pgTxExec, t)
+			return servePartner(ctx, listen, db, db.pg, st, pgTxExec, t, sec)
 		}
 		st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: dbf.prefix})
 		if err != nil {
 			return err
 		}
-		return servePartner(ctx, listen, db, db.lite, st, sqlTxExec, t)
+		return servePartner(ctx, listen, db, db.lite, st, sqlTxExec, t, sec)
 	})
 }
 
 // servePartner runs the partner's AS4 endpoint until ctx is done.
 func servePartner[TTx any](ctx context.Context, listen string, db *inboxDB, d store.Driver[TTx], st as4.Store[TTx],
-	exec txExecFunc[TTx], t partnerTables) error {
+	exec txExecFunc[TTx], t partnerTables, sec as4.SecurityConfig) error {
 	h, err := as4.New(d, as4.Config[TTx]{
-		Store: st,
+		Store: st, Security: sec,
 		Inbox: txinbox.Config[TTx]{Scope: invoicerPartnerScope, Logger: slog.New(slog.DiscardHandler),
 			Hooks: []txinbox.Hook{&partnerDuplicates{db: db, t: t}}},
 		Deliver: func(ctx context.Context, tx TTx, m *as4.Received) error {

@@ -15,6 +15,7 @@ type invoicerResult struct {
 	InvoicBuilt                int            `json:"invoic_built"`
 	OutboxRows                 int            `json:"outbox_rows"`
 	OutboxSentReceipt          int            `json:"outbox_sent_with_receipt"`
+	OutboxSignedReceipt        int            `json:"outbox_signed_receipt"`
 	InvoicDelivered            int            `json:"invoic_delivered"`
 	DeliveredTwice             int            `json:"delivered_twice"`
 	NeverDelivered             int            `json:"never_delivered"`
@@ -48,7 +49,7 @@ func runInvoicerDemoExit(t *testing.T, want int, args ...string) invoicerResult 
 
 func checkInvoicer(t *testing.T, r invoicerResult, invoices, crashes int) {
 	t.Helper()
-	if !r.OK || r.Invoices != invoices || r.InvoicBuilt != invoices || r.OutboxRows != invoices || r.OutboxSentReceipt != invoices ||
+	if !r.OK || r.Invoices != invoices || r.InvoicBuilt != invoices || r.OutboxRows != invoices || r.OutboxSentReceipt != invoices || r.OutboxSignedReceipt != invoices ||
 		r.InvoicDelivered != invoices || r.DeliveredTwice != 0 || r.NeverDelivered != 0 || r.WrongUNBRef != 0 ||
 		r.UNBRefsReusedSender != 0 || r.UNBRefsReusedPartner != 0 {
 		t.Errorf("not exactly one INVOIC per invoice: %+v", r)

@@ -60,6 +60,10 @@ type serveOptions struct {
 	// AS4RequireSignature and AS4RequireCompression.
 	AS4Partner, AS4Self                        string
 	AS4RequireSignature, AS4RequireCompression bool
+	// AS4Security is the endpoint's WS-Security (--as4-key, --as4-trust,
+	// ...). With --as4-trust and without --as4-partner,
+	// AS4RequireSignature requires a verified signature of every message.
+	AS4Security serveSecurity
 	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. Defaults
@@ -124,8 +128,12 @@ func (o serveOptions) validate() error {
 		return errors.New("--as4-max-concurrent and --as4-max-decompressed must not be negative")
 	case (o.AS4Partner == "") != (o.AS4Self == ""):
 		return errors.New("--as4-partner and --as4-self go together (the partner's PartyId and ours)")
-	case o.AS4Partner == "" && (o.AS4RequireSignature || o.AS4RequireCompression):
-		return errors.New("--as4-require-signature and --as4-require-compression need --as4-partner and --as4-self (or put them in --as4-agreements)")
+	case o.AS4Partner == "" && o.AS4RequireCompression:
+		return errors.New("--as4-require-compression needs --as4-partner and --as4-self (or put it in --as4-agreements)")
+	case o.AS4Security.check() != nil:
+		return o.AS4Security.check()
+	case o.AS4RequireSignature && o.AS4Security.Trust == "":
+		return errors.New("--as4-require-signature needs --as4-trust: only a verified signature counts")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	}
@@ -148,7 +156,8 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	fs.StringVar(&o.AS4Agreements, "as4-agreements", "", "YAML file of AS4 partner agreements (P-Modes); messages outside them get EBMS:0010 (default: accept any partner)")
 	fs.StringVar(&o.AS4Partner, "as4-partner", "", "one agreement: the partner's From PartyId (type:id or id), with --as4-self")
 	fs.StringVar(&o.AS4Self, "as4-self", "", "one agreement: our To PartyId (type:id or id), with --as4-partner")
-	fs.BoolVar(&o.AS4RequireSignature, "as4-require-signature", false, "the --as4-partner agreement requires signed messages")
+	fs.BoolVar(&o.AS4RequireSignature, "as4-require-signature", false, "require signatures verified with --as4-trust: of the --as4-partner agreement, or without it of every message")
+	o.AS4Security.register(fs, env)
 	fs.BoolVar(&o.AS4RequireCompression, "as4-require-compression", false, "the --as4-partner agreement requires gzip-compressed payloads")
 	durationFlag(fs, &o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, false, "time allowed to read a request's headers")
 	durationFlag(fs, &o.ReadTimeout, "read-timeout", 5*time.Minute, false, "time allowed to read a whole request")
@@ -354,8 +363,12 @@ func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver
 	if err != nil {
 		return nil, ExitUsage, err
 	}
+	sec, err := o.AS4Security.config(o.AS4RequireSignature && o.AS4Partner == "")
+	if err != nil {
+		return nil, ExitUsage, err
+	}
 	h, err := as4.New(driver, as4.Config[TTx]{
-		Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: o.ops.hooks}, Logger: logger,
+		Security: sec, Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: o.ops.hooks}, Logger: logger,
 		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 		MaxConcurrentRequests: o.AS4MaxConcurrent, MaxDecompressedBytes: o.AS4MaxDecompressed, Agreements: agreements,

@@ -63,6 +63,10 @@ type Partner struct {
 	Action string
 	// AgreementRef is eb:AgreementRef. Optional.
 	AgreementRef as4.AgreementRef
+	// Security signs and encrypts the messages to this partner and
+	// verifies its signed receipts (see as4.ClientSecurity). Defaults to
+	// none.
+	Security as4.ClientSecurity
 }
 
 // Config configures a Target.
@@ -139,7 +143,7 @@ func New(cfg Config) (*Target, error) {
 		if err := p.validate(field); err != nil {
 			return nil, err
 		}
-		c, err := as4.NewClient(as4.ClientConfig{URL: p.URL, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes})
+		c, err := as4.NewClient(as4.ClientConfig{URL: p.URL, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, Security: p.Security})
 		var ce *as4.ConfigError
 		if errors.As(err, &ce) {
 			return nil, &ConfigError{Field: field + "." + ce.Field, Msg: ce.Msg}

@@ -20,6 +20,8 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/as4/wssec"
+	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/outbox"
 	as4target "github.com/txinbox/txinbox/outbox/target/as4"
@@ -44,7 +46,10 @@ type partnerEndpoint struct {
 	failNext   atomic.Bool // makes the next Deliver fail
 }
 
-func newPartner(t *testing.T) *partnerEndpoint {
+func newPartner(t *testing.T) *partnerEndpoint { return newPartnerWith(t, as4.SecurityConfig{}) }
+
+// newPartnerWith starts a partner endpoint with WS-Security.
+func newPartnerWith(t *testing.T, sec as4.SecurityConfig) *partnerEndpoint {
 	t.Helper()
 	ctx := context.Background()
 	driver, err := sqlitestore.Open(filepath.Join(t.TempDir(), "partner.db"), sqlitestore.Options{})
@@ -55,7 +60,7 @@ func newPartner(t *testing.T) *partnerEndpoint {
 	must(t, st.Migrate(ctx))
 	p := &partnerEndpoint{db: driver.DB()}
 	quiet := slog.New(slog.DiscardHandler)
-	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{Logger: quiet},
+	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Logger: quiet, Inbox: txinbox.Config[*sql.Tx]{Logger: quiet}, Security: sec,
 		Deliver: func(ctx context.Context, tx *sql.Tx, m *as4.Received) error {
 			if p.failNext.CompareAndSwap(true, false) {
 				return errors.New("injected delivery failure")
@@ -142,6 +147,42 @@ func TestSameRowTwiceIsOneMessageAtThePartner(t *testing.T) {
 	must(t, err)
 	if n := p.count(t, "SELECT count(*) FROM txinbox_as4_messages"); n != 2 {
 		t.Errorf("%d messages at the partner, want 2", n)
+	}
+}
+
+// TestSecuredPartner: with security on both ends the row arrives signed
+// and encrypted, is stored decrypted, and the partner's signed receipt is
+// verified; the resend gets the same receipt.
+func TestSecuredPartner(t *testing.T) {
+	t.Parallel()
+	pki := wssectest.Get(t)
+	dec, err := wssec.NewDecrypter(pki.ReceiverKey, pki.Receiver)
+	must(t, err)
+	in, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: pki.Roots(), Decrypter: dec})
+	must(t, err)
+	receiptSigner, err := wssec.NewSigner(pki.ReceiverKey, pki.Receiver)
+	must(t, err)
+	p := newPartnerWith(t, as4.SecurityConfig{Verifier: in, Signer: receiptSigner, RequireSignature: true})
+
+	signer, err := wssec.NewSigner(pki.LeafKey, pki.Leaf)
+	must(t, err)
+	enc, err := wssec.NewEncrypter(pki.Receiver)
+	must(t, err)
+	receipts, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: pki.Roots()})
+	must(t, err)
+	partner := acme(p.url)
+	partner.Security = as4.ClientSecurity{Signer: signer, Encrypter: enc, ReceiptVerifier: receipts}
+	tg := newTarget(t, map[string]as4target.Partner{"acme": partner})
+	m := row(0, "<Invoice><ID>43</ID></Invoice>")
+	first, err := tg.Send(context.Background(), m)
+	must(t, err)
+	second, err := tg.Send(context.Background(), row(0, "<Invoice><ID>43</ID></Invoice>"))
+	must(t, err)
+	if !bytes.Equal(first, second) || !bytes.Contains(first, []byte("NonRepudiationInformation")) {
+		t.Errorf("receipts:\n%s\n%s", first, second)
+	}
+	if n := p.count(t, "SELECT count(*) FROM txinbox_as4_payloads WHERE data = ? AND content_type = 'application/xml'", m.Payload); n != 1 {
+		t.Errorf("%d plaintext payload rows, want 1", n)
 	}
 }
 
