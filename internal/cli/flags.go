@@ -13,68 +13,42 @@ import (
 // with the flag's name and exit 2, rather than spinning (a batch of 0) or
 // failing later inside a library.
 
-// intValue is an int flag of at least min.
-type intValue struct {
-	p    *int
-	min  int
+// wholeValue is an int or int64 flag of at least min.
+type wholeValue[T int | int64] struct {
+	p    *T
+	min  T
 	name string
 }
 
-func (v intValue) String() string {
+func (v wholeValue[T]) String() string {
 	if v.p == nil {
 		return "0"
 	}
-	return strconv.Itoa(*v.p)
+	return strconv.FormatInt(int64(*v.p), 10)
 }
 
-func (v intValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
+func (v wholeValue[T]) Set(s string) error {
+	n64, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || int64(T(n64)) != n64 { // the second: out of an int's range
 		return fmt.Errorf("--%s must be a whole number, not %q", v.name, s)
 	}
-	if n < v.min {
+	if n := T(n64); n < v.min {
 		return fmt.Errorf("--%s must be at least %d, not %d", v.name, v.min, n)
 	}
-	*v.p = n
+	*v.p = T(n64)
 	return nil
 }
 
 // intFlag defines an int flag that refuses values below min.
 func intFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
 	*p = def
-	fs.Var(intValue{p, min, name}, name, usage)
-}
-
-// int64Value is an int64 flag of at least min.
-type int64Value struct {
-	p    *int64
-	min  int64
-	name string
-}
-
-func (v int64Value) String() string {
-	if v.p == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*v.p, 10)
-}
-
-func (v int64Value) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("--%s must be a whole number, not %q", v.name, s)
-	}
-	if n < v.min {
-		return fmt.Errorf("--%s must be at least %d, not %d", v.name, v.min, n)
-	}
-	*v.p = n
-	return nil
+	fs.Var(wholeValue[int]{p, min, name}, name, usage)
 }
 
 // int64Flag defines an int64 flag that refuses values below min.
 func int64Flag(fs *flag.FlagSet, p *int64, name string, def, min int64, usage string) {
 	*p = def
-	fs.Var(int64Value{p, min, name}, name, usage)
+	fs.Var(wholeValue[int64]{p, min, name}, name, usage)
 }
 
 // durationValue is a duration flag that must be positive, or, with
@@ -130,7 +104,6 @@ func (v fractionValue) String() string {
 func (v fractionValue) Set(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(f >= 0 && f <= 1) { // NaN too
-
 		return fmt.Errorf("--%s must be a number from 0 to 1, not %q", v.name, s)
 	}
 	*v.p = f
