@@ -133,17 +133,7 @@ func (c *Cluster) Restart(mode string) error {
 // are opened again once it is back.
 func (c *Cluster) Pool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return openPool(t, c.URL(), "", maxConns)
 }
 
 // Stop stops the server with pg_ctl stop -m mode ("smart", "fast" or

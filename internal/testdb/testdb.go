@@ -70,11 +70,20 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 // PoolIn opens a pool whose search_path is schema, closed at cleanup.
 func PoolIn(t testing.TB, schema string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(URL())
+	return openPool(t, URL(), schema, maxConns)
+}
+
+// openPool opens a pool on url (search_path schema unless empty, at most
+// maxConns connections when positive), closed at cleanup.
+func openPool(t testing.TB, url, schema string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
