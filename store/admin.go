@@ -63,11 +63,24 @@ type AttemptsRecord struct {
 	FirstFailedAt, LastFailedAt time.Time
 }
 
-// ListFilter narrows an Admin listing.
+// ListFilter narrows an Admin listing. Listings are newest first and
+// paged by key: pass the smallest ID of a page as the next page's Before,
+// so a page costs the same at any depth (no OFFSET).
 type ListFilter struct {
 	Scope   string // empty: all scopes
 	Limit   int    // 0: 100
 	Dropped bool   // ListDeadLetters: include dropped dead letters
+	// Before keeps the records whose ID is below it; 0: from the newest.
+	Before int64
+	// Source and Reason keep the records of that source, of that reason
+	// (ListDeadLetters only); empty: any.
+	Source, Reason string
+	// Since and Until keep the records dead-lettered (detected, for
+	// drift) at or after Since and before Until; zero: no bound.
+	Since, Until time.Time
+	// OmitPayload leaves DeadLetterRecord.Payload empty, for listings
+	// that show no payload.
+	OmitPayload bool
 }
 
 // Stats counts the rows of the inbox tables.
@@ -127,4 +140,23 @@ const GaugeExactBelow = 100_000
 // estimates, never a scan of the whole table.
 type GaugeReader interface {
 	InboxGauges(ctx context.Context, cutoff time.Time) (InboxGauges, error)
+}
+
+// MinuteCount is how many messages of one scope and source reached each
+// stored outcome during one minute.
+type MinuteCount struct {
+	Scope, Source string
+	Minute        time.Time // the minute's start, UTC
+	// Processed counts inbox rows by received_at (purged rows are gone),
+	// DeadLettered dead letters by dead_lettered_at, Drift drift records
+	// by detected_at.
+	Processed, DeadLettered, Drift int64
+}
+
+// Timeline is the optional Admin interface that counts the stored outcomes
+// per minute, for the console's chart. Its queries read the rows since
+// since through the tables' time indexes: the cost grows with the rows of
+// that window, not with the tables.
+type Timeline interface {
+	OutcomesPerMinute(ctx context.Context, since time.Time) ([]MinuteCount, error)
 }

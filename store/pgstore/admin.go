@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,10 +85,12 @@ func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
 	return s, err
 }
 
-// ListDrift returns drift records, newest first.
+// ListDrift returns drift records, newest first, paged by id.
 func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
+	w := pgWhere()
+	w.ListFilter(f, "detected_at", false)
 	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
-		FROM {drift} WHERE ($1 = '' OR scope = $1) ORDER BY id DESC LIMIT $2`), f.Scope, limit(f))
+		FROM {drift} WHERE `+w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f))), w.Args...)
 	var out []store.DriftRecord
 	var r store.DriftRecord
 	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition,
@@ -99,16 +102,32 @@ func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.Dri
 	return out, err
 }
 
-// ListDeadLetters returns dead letters, newest first.
+// ListDeadLetters returns dead letters, newest first, paged by id: a page
+// walks the primary key backwards from f.Before, at any depth.
 func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
-	return d.queryDeadLetters(ctx, d.pool, `($1 = '' OR scope = $1) AND ($3 OR dropped_at IS NULL) ORDER BY id DESC LIMIT $2`,
-		f.Scope, limit(f), f.Dropped)
+	w := pgWhere()
+	w.ListFilter(f, "dead_lettered_at", true)
+	return d.selectDeadLetters(ctx, d.pool, !f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f)), w.Args...)
+}
+
+func pgWhere() *schema.Where {
+	return &schema.Where{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
 }
 
 // queryDeadLetters selects dead letters WHERE where.
 func (d *Driver) queryDeadLetters(ctx context.Context, q querier, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	return d.selectDeadLetters(ctx, q, true, where, args...)
+}
+
+// selectDeadLetters selects dead letters WHERE where, with their payloads
+// or without.
+func (d *Driver) selectDeadLetters(ctx context.Context, q querier, payload bool, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	payloadCol := "payload"
+	if !payload {
+		payloadCol = "''::bytea"
+	}
 	rows, _ := q.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
-		payload, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
+		`+payloadCol+`, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
 		FROM {dead_letters} WHERE `+where), args...)
 	var out []store.DeadLetterRecord
 	var r store.DeadLetterRecord

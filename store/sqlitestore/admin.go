@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/txinbox/txinbox/internal/schema"
@@ -139,7 +140,9 @@ func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
 
 // ListDrift returns drift records, newest first.
 func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
-	return d.listDrift(ctx, `(? = '' OR scope = ?) ORDER BY id DESC LIMIT ?`, f.Scope, f.Scope, limit(f))
+	w := liteWhere()
+	w.ListFilter(f, "detected_at", false)
+	return d.listDrift(ctx, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f)), w.Args...)
 }
 
 func (d *Driver) listDrift(ctx context.Context, where string, args ...any) ([]store.DriftRecord, error) {
@@ -165,14 +168,30 @@ func (d *Driver) listDrift(ctx context.Context, where string, args ...any) ([]st
 }
 
 // ListDeadLetters returns dead letters, newest first.
+// Pages walk the primary key backwards from f.Before.
 func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
-	return d.queryDeadLetters(ctx, `(? = '' OR scope = ?) AND (? OR dropped_at IS NULL) ORDER BY id DESC LIMIT ?`,
-		f.Scope, f.Scope, f.Dropped, limit(f))
+	w := liteWhere()
+	w.ListFilter(f, "dead_lettered_at", true)
+	return d.selectDeadLetters(ctx, !f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f)), w.Args...)
+}
+
+func liteWhere() *schema.Where {
+	return &schema.Where{Placeholder: func(int) string { return "?" }, Time: func(t time.Time) any { return formatTime(t) }}
 }
 
 func (d *Driver) queryDeadLetters(ctx context.Context, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	return d.selectDeadLetters(ctx, true, where, args...)
+}
+
+// selectDeadLetters selects dead letters WHERE where, with their payloads
+// or without.
+func (d *Driver) selectDeadLetters(ctx context.Context, payload bool, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	payloadCol := "payload"
+	if !payload {
+		payloadCol = "X''"
+	}
 	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
-		payload, payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
+		`+payloadCol+`, payload_hash, headers, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
 		FROM {dead_letters} WHERE `+where), args...)
 	if err != nil {
 		return nil, err

@@ -158,6 +158,8 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"HostileInputs", testHostileInputs[TTx]},
 		{"AnotherPayloadRecorded", testAnotherPayloadRecorded[TTx]},
 		{"OrderedAcrossBatches", testOrderedAcrossBatches[TTx]},
+		{"ListPagesAndFilters", testListPagesAndFilters[TTx]},
+		{"ReplayDeadLetter", testReplayDeadLetter[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
