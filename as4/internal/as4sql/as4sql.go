@@ -98,3 +98,23 @@ func first(ids []ebms.PartyID) ebms.PartyID {
 	}
 	return ids[0]
 }
+
+// ListColumns are the columns of a listing, in Listed field order.
+const ListColumns = `m.scope, m.message_key, m.message_id, m.ref_to_message_id, m.from_party, m.to_party, m.service, m.action,
+	m.conversation_id, m.soap_version, (SELECT count(*) FROM {payloads} p WHERE p.scope = m.scope AND p.message_key = m.message_key),
+	m.receipt_message_id, m.receipt_content_type, m.receipt`
+
+// ListDest returns the scan destinations of ListColumns for l (without
+// received_at, whose form the store decides).
+func ListDest(l *as4.Listed) []any {
+	return []any{&l.Scope, &l.Key, &l.MessageID, &l.RefToID, &l.FromParty, &l.ToParty, &l.Service, &l.Action,
+		&l.ConversationID, &l.SOAPVersion, &l.Parts, &l.Receipt.MessageID, &l.Receipt.ContentType, &l.Receipt.Body}
+}
+
+// ListLimit is f's limit with its default.
+func ListLimit(f as4.ListFilter) int {
+	if f.Limit <= 0 {
+		return 100
+	}
+	return f.Limit
+}
