@@ -20,9 +20,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -82,8 +84,19 @@ func newEnv(t *testing.T, auth console.Auth) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.proc.Close)
-	h, err := console.New(console.Config{Admin: d, Outbox: outbox.PostgreSQL(d), Auth: auth, Logger: quiet(),
-		Scopes: []console.Scope{{Name: scope, Retention: 24 * time.Hour}}})
+	as4s, err := as4pg.New(e.pool, as4pg.Options{Schema: e.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as4s.Migrate(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := console.New(console.Config{Admin: d, Outbox: outbox.PostgreSQL(d), AS4: as4s, Auth: auth, Logger: quiet(),
+		Scopes: []console.Scope{{Name: scope, Retention: 24 * time.Hour}}, Sources: []console.Source{
+			{Name: "invoices-queue", Scope: scope, Ready: func(context.Context) error { return nil },
+				Lag: func(context.Context) ([]source.Lag, error) { return []source.Lag{{Messages: 12}}, nil }},
+			{Name: "orders-queue", Scope: scope, Ready: func(context.Context) error { return errors.New("connecting to the broker") }},
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,9 +105,15 @@ func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.Dri
 // ListDeadLetters returns dead letters, newest first, paged by id: a page
 // walks the primary key backwards from f.Before, at any depth.
 func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
+	query, args := d.listDeadLettersSQL(f)
+	return d.scanDeadLetters(ctx, d.pool, query, args...)
+}
+
+// listDeadLettersSQL is the query of ListDeadLetters (its test explains it).
+func (d *Driver) listDeadLettersSQL(f store.ListFilter) (string, []any) {
 	w := pgWhere()
 	w.ListFilter(f, "dead_lettered_at", true)
-	return d.selectDeadLetters(ctx, d.pool, !f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f)), w.Args...)
+	return d.deadLettersSQL(!f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f))), w.Args
 }
 
 func pgWhere() *schema.Where {
@@ -116,19 +122,24 @@ func pgWhere() *schema.Where {
 
 // queryDeadLetters selects dead letters WHERE where.
 func (d *Driver) queryDeadLetters(ctx context.Context, q querier, where string, args ...any) ([]store.DeadLetterRecord, error) {
-	return d.selectDeadLetters(ctx, q, true, where, args...)
+	return d.scanDeadLetters(ctx, q, d.deadLettersSQL(true, where), args...)
 }
 
-// selectDeadLetters selects dead letters WHERE where, with their payloads
-// or without.
-func (d *Driver) selectDeadLetters(ctx context.Context, q querier, payload bool, where string, args ...any) ([]store.DeadLetterRecord, error) {
+// deadLettersSQL selects dead letters WHERE where, with their payloads or
+// without.
+func (d *Driver) deadLettersSQL(payload bool, where string) string {
 	payloadCol := "payload"
 	if !payload {
 		payloadCol = "''::bytea"
 	}
-	rows, _ := q.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
-		`+payloadCol+`, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
-		FROM {dead_letters} WHERE `+where), args...)
+	return d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
+		` + payloadCol + `, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
+		FROM {dead_letters} WHERE ` + where)
+}
+
+// scanDeadLetters runs a query of deadLettersSQL.
+func (d *Driver) scanDeadLetters(ctx context.Context, q querier, query string, args ...any) ([]store.DeadLetterRecord, error) {
+	rows, _ := q.Query(ctx, query, args...)
 	var out []store.DeadLetterRecord
 	var r store.DeadLetterRecord
 	var headers string
