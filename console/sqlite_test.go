@@ -1,0 +1,109 @@
+package console_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/console"
+	"github.com/txinbox/txinbox/metrics/prom"
+	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// TestSQLite serves every page over a SQLite inbox, with this process's
+// outcome counters from a Prometheus registry.
+func TestSQLite(t *testing.T) {
+	ctx := context.Background()
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	as4s, err := as4sqlite.New(d.DB(), as4sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as4s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := prom.New(prom.Options{})
+	reg.MustRegister(m)
+	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(), Hooks: []txinbox.Hook{m},
+		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
+			if m.ID == "bad" {
+				return txinbox.Permanent(errors.New("refused"))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := p.Process(ctx, []*txinbox.Message{msg("a", "A"), msg("bad", "B"), msg("a", "A")}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := console.New(console.Config{Admin: d, Outbox: outbox.SQLite(d), AS4: as4s, Gatherer: reg, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/ui/", "/ui/dead-letters", "/ui/dead-letters/1", "/ui/drift", "/ui/inspect?scope=invoices&id=a", "/ui/outbox", "/ui/as4"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d: %s", path, resp.StatusCode, b)
+		}
+		if path == "/ui/" {
+			for _, want := range []string{`class="bar processed"`, `class="bar dead-lettered"`, "<td>duplicate</td>"} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("the overview over SQLite lacks %s", want)
+				}
+			}
+		}
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for _, tc := range []struct {
+		cfg  console.Config
+		want string
+	}{
+		{console.Config{}, "Config.Admin"},
+		{console.Config{Admin: d, Prefix: "/ui"}, "Config.Prefix"},
+		{console.Config{Admin: d, Auth: console.Auth{Users: map[string]string{"ops": ""}}}, "Config.Auth.Users"},
+		{console.Config{Admin: d, Sources: []console.Source{{}}}, "Config.Sources[0].Name"},
+		{console.Config{Admin: d, Scopes: []console.Scope{{Name: "x", Retention: -1}}}, "Config.Scopes[0]"},
+	} {
+		if _, err := console.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := console.New(console.Config{Admin: d}); err != nil {
+		t.Errorf("New with only Admin: %v", err)
+	}
+}
