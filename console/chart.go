@@ -9,14 +9,20 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-// timelineCache keeps the last hour's counts for a few seconds, so that
-// many open overviews cost one query.
+// timelineCache keeps the last hour's counts for a while, so that many
+// open overviews cost one query.
 type timelineCache struct {
-	at  time.Time
-	mcs []store.MinuteCount
+	until time.Time
+	mcs   []store.MinuteCount
 }
 
-const timelineTTL = 15 * time.Second
+// The counts are kept timelineTTL, or ten times as long as their query
+// took, so the chart never keeps the database busy more than a tenth of
+// the time; a query past timelineTimeout gives up (the overview says so).
+const (
+	timelineTTL     = 15 * time.Second
+	timelineTimeout = 5 * time.Second
+)
 
 // outcomes returns the stored outcomes per minute of the last hour, or
 // none when the store cannot count them.
@@ -27,14 +33,20 @@ func (c *console) outcomes(ctx context.Context) ([]store.MinuteCount, error) {
 	}
 	c.timelineMu.Lock()
 	defer c.timelineMu.Unlock()
-	if t := now(); t.Sub(c.timeline.at) < timelineTTL {
+	start := now()
+	if start.Before(c.timeline.until) {
 		return c.timeline.mcs, nil
 	}
-	mcs, err := tl.OutcomesPerMinute(ctx, now().Truncate(time.Minute).Add(-59*time.Minute))
+	qctx, cancel := context.WithTimeout(ctx, timelineTimeout)
+	defer cancel()
+	mcs, err := tl.OutcomesPerMinute(qctx, start.Truncate(time.Minute).Add(-59*time.Minute))
 	if err != nil {
+		if qctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("the last hour holds too many rows to count within %s (read the Prometheus metrics instead): %w", timelineTimeout, err)
+		}
 		return nil, err
 	}
-	c.timeline = timelineCache{at: now(), mcs: mcs}
+	c.timeline = timelineCache{until: now().Add(max(timelineTTL, 10*now().Sub(start))), mcs: mcs}
 	return mcs, nil
 }
 
