@@ -159,6 +159,9 @@ func TestBrowser(t *testing.T) {
 		open(t, ctx, e, p.path, p.wait)
 		screenshot(t, ctx, p.name)
 	}
+	if as4 := must(t, ctx, "AS4 list", chromedp.Text(chromedp.CSS("#as4"))); !strings.Contains(as4, "msg-1@partner-a") || !strings.Contains(as4, "receipt-1@txinbox") {
+		t.Errorf("the AS4 page lacks the stored message and its receipt: %q", as4)
+	}
 }
 
 // ediSample is an EDIFACT interchange, for the parsed envelope and key.

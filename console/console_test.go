@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -195,5 +197,40 @@ func TestBulkReplayOfAFilteredSet(t *testing.T) {
 	}
 	if in, _ := e.driver.Inspect(e.ctx, store.Key{Scope: scope, MessageID: "other-1"}); in.DeadLetter == nil {
 		t.Error("the bulk replay touched a dead letter outside its filter")
+	}
+}
+
+var nextRE = regexp.MustCompile(`id="next" href="([^"]+)"`)
+
+// TestDeadLetterPagesFollowTheKey follows the "Older" links through 120
+// dead letters of two sources, filtered to one: every row once, newest
+// first, in pages of 50.
+func TestDeadLetterPagesFollowTheKey(t *testing.T) {
+	e := newEnv(t, console.Auth{})
+	e.exec(`INSERT INTO `+e.schema+`.txinbox_dead_letters (scope, message_id, source, payload, payload_hash, attempts, reason, last_error,
+		received_at) SELECT $1, 'm-' || g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, 'p', '\x00', 1, 'r', 'e', now()
+		FROM generate_series(1, 240) g`, scope)
+	path, seen, pages := "/ui/dead-letters?source=a", map[string]bool{}, 0
+	last := 1 << 30
+	for path != "" {
+		code, body := e.get(strings.ReplaceAll(path, "&amp;", "&"), nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d", path, code)
+		}
+		pages++
+		for _, m := range regexp.MustCompile(`>m-(\d+)<`).FindAllStringSubmatch(body, -1) {
+			n, _ := strconv.Atoi(m[1])
+			if seen[m[1]] || n >= last || n%2 != 0 {
+				t.Errorf("page %d: m-%s repeated, out of order or of another source", pages, m[1])
+			}
+			seen[m[1]], last = true, n
+		}
+		path = ""
+		if m := nextRE.FindStringSubmatch(body); m != nil {
+			path = m[1]
+		}
+	}
+	if len(seen) != 120 || pages != 3 {
+		t.Errorf("followed %d pages showing %d dead letters, want 3 pages and 120", pages, len(seen))
 	}
 }

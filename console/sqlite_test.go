@@ -57,6 +57,13 @@ func TestSQLite(t *testing.T) {
 	if _, err := p.Process(ctx, []*txinbox.Message{msg("a", "A"), msg("bad", "B"), msg("a", "A")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := d.DB().Exec(`INSERT INTO txinbox_as4_messages (scope, message_key, message_id, ref_to_message_id, sent_at,
+		from_party, from_party_type, to_party, to_party_type, service, service_type, action, conversation_id, soap_version,
+		user_message, fingerprint, receipt_message_id, receipt_content_type, receipt, received_at)
+		VALUES ('as4', 'k1', 'msg-1@partner-a', '', '', 'PartyA', '', 'PartyB', '', 'urn:invoice', '', 'Deliver', 'c1', '1.2',
+		'<eb:UserMessage/>', X'00', 'receipt-1@txinbox', 'application/soap+xml', CAST('<Receipt/>' AS BLOB), '2026-12-01T10:00:00.000000000Z')`); err != nil {
+		t.Fatal(err)
+	}
 	h, err := console.New(console.Config{Admin: d, Outbox: outbox.SQLite(d), AS4: as4s, Gatherer: reg, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +79,9 @@ func TestSQLite(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s = %d: %s", path, resp.StatusCode, b)
+		}
+		if path == "/ui/as4" && (!strings.Contains(string(b), "msg-1@partner-a") || !strings.Contains(string(b), "&lt;Receipt/&gt;")) {
+			t.Errorf("the AS4 page over SQLite lacks the message and its receipt:\n%s", b)
 		}
 		if path == "/ui/" {
 			for _, want := range []string{`class="bar processed"`, `class="bar dead-lettered"`, "<td>duplicate</td>"} {
