@@ -30,6 +30,12 @@ func TestPagesLoadReadOnlyWithoutCredentials(t *testing.T) {
 			t.Errorf("GET %s offers an action without credentials configured", p)
 		}
 	}
+	_, body := e.get("/ui/", nil)
+	for _, want := range []string{`<td class="ok">ready</td>`, `<td class="bad">connecting to the broker</td>`, `<td class="num">12</td>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview lacks the sources' readiness and lag %s", want)
+		}
+	}
 	code, _ := e.post(fmt.Sprintf("/ui/dead-letters/%d/replay", id), url.Values{"reason": {"x"}}, nil)
 	if code != http.StatusForbidden {
 		t.Errorf("POST replay on a read-only console = %d, want 403", code)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/txinbox/txinbox/outbox"
@@ -116,33 +117,40 @@ func (c *console) scopeRows(ctx context.Context) ([]scopeRow, error) {
 	return out, nil
 }
 
-// sourceRows asks each source whether it is ready and how far it lags,
-// each within two seconds.
+// sourceRows asks every source at once whether it is ready and how far
+// it lags, each within two seconds, so a hung broker delays the page by
+// two seconds at most.
 func (c *console) sourceRows(ctx context.Context) []sourceRow {
 	out := make([]sourceRow, len(c.cfg.Sources))
+	var wg sync.WaitGroup
 	for i, s := range c.cfg.Sources {
-		row := sourceRow{Source: s, Ready: "unknown"}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if s.Ready != nil {
-			if err := s.Ready(sctx); err != nil {
-				row.Ready = err.Error()
-			} else {
-				row.Ready, row.IsReady = "ready", true
-			}
-		}
-		if s.Lag != nil {
-			lags, err := s.Lag(sctx)
-			if err != nil {
-				row.LagErr = err.Error()
-			} else {
-				row.LagKnown = true
-				for _, l := range lags {
-					row.Lag += l.Messages
-				}
-			}
-		}
-		cancel()
-		out[i] = row
+		wg.Go(func() { out[i] = askSource(ctx, s) })
 	}
+	wg.Wait()
 	return out
+}
+
+func askSource(ctx context.Context, s Source) sourceRow {
+	row := sourceRow{Source: s, Ready: "unknown"}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			row.Ready = err.Error()
+		} else {
+			row.Ready, row.IsReady = "ready", true
+		}
+	}
+	if s.Lag != nil {
+		lags, err := s.Lag(ctx)
+		if err != nil {
+			row.LagErr = err.Error()
+			return row
+		}
+		row.LagKnown = true
+		for _, l := range lags {
+			row.Lag += l.Messages
+		}
+	}
+	return row
 }
