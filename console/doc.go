@@ -24,7 +24,9 @@
 // token for scripts) and the admin forms appear. Every POST checks the
 // credentials, the request's origin (Sec-Fetch-Site and Origin, through
 // net/http's CrossOriginProtection) and a form token bound to the
-// credential (an HMAC under a key random per process). Every action needs a
+// credential (an HMAC under a key random per process); behind a reverse
+// proxy, keep the Host header the browser sent, or the origin check
+// refuses the forms. Every action needs a
 // reason and is audited like `txinbox forget`: a dead letter's replay is a
 // forget in the audit table, its drop a drop-dead-letter, both with the
 // user as actor ("console:NAME"); an outbox replay, which has no audit
