@@ -15,23 +15,18 @@ import (
 // handle processes one batch and settles its deliveries: acks after the
 // commit (one multiple-ack when all may be acked and nothing earlier is
 // held), a held requeue for a Retry or a failed batch.
-func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.Delivery) {
+func (c *Consumer) handle(ctx context.Context, s *session, batch []amqp091.Delivery) {
 	in := make([]*txinbox.Message, len(batch))
 	for i := range batch {
 		in[i] = c.message(&batch[i])
 	}
-	res, err := c.proc.Process(ctx, in)
-	res, failures := c.stats.batches.Done(res, len(batch), err)
-	c.excused.Record(in, res)
-	var failDelay time.Duration
-	if err != nil {
-		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
-		if ctx.Err() == nil {
-			c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
-				"queue", c.cfg.Queue, "messages", len(batch), "failures", failures, "err", err)
-		}
+	o := c.stats.batches.Process(ctx, c.proc, in, c.guard.Excused, c.cfg.ErrorBackoff)
+	if o.Err != nil && ctx.Err() == nil {
+		c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
+			"queue", c.cfg.Queue, "messages", len(batch), "failures", o.Failures, "err", o.Err)
 	}
-	if err == nil && c.ackAll(ctx, s, batch, in, res) {
+	res, failDelay := o.Results, o.FailDelay
+	if o.Err == nil && c.ackAll(ctx, s, batch, in, res) {
 		return
 	}
 	for i := range batch {
@@ -42,7 +37,7 @@ func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.
 // ackAll acks the whole batch with one multiple-ack when every outcome may
 // be acked, no dead letter is to be published and nothing is held; it
 // reports whether it did.
-func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.Delivery, in []*txinbox.Message, res []txinbox.Result) bool {
+func (c *Consumer) ackAll(ctx context.Context, s *session, batch []amqp091.Delivery, in []*txinbox.Message, res []txinbox.Result) bool {
 	for _, r := range res {
 		if !r.Outcome.Ack() || (r.Outcome == txinbox.DeadLettered && c.cfg.DeadLetterExchange != "") {
 			return false
@@ -67,7 +62,7 @@ func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.
 }
 
 // settle acks, dead-letters or holds one delivery after its batch.
-func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
+func (c *Consumer) settle(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
 	switch {
 	case res.Outcome == 0:
 		c.hold(s, d, failDelay)
@@ -94,7 +89,7 @@ func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Deliv
 
 // ackFailed notes an ack lost with its channel: the broker requeues the
 // delivery, and the inbox finds it committed.
-func (c *Consumer[TTx]) ackFailed(ctx context.Context, msg *txinbox.Message, err error) {
+func (c *Consumer) ackFailed(ctx context.Context, msg *txinbox.Message, err error) {
 	c.stats.ackErrors.Add(1)
 	c.cfg.Logger.DebugContext(ctx, "amqp: ack failed; the delivery comes back as a duplicate", "id", msg.ID, "err", err)
 }
@@ -102,7 +97,7 @@ func (c *Consumer[TTx]) ackFailed(ctx context.Context, msg *txinbox.Message, err
 // hold keeps a delivery unacked for delay, then nacks it with requeue
 // (RabbitMQ has no delayed requeue). If the channel closes first, the
 // broker requeues it.
-func (c *Consumer[TTx]) hold(s *session, d *amqp091.Delivery, delay time.Duration) {
+func (c *Consumer) hold(s *session, d *amqp091.Delivery, delay time.Duration) {
 	c.stats.requeued.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +115,7 @@ func (c *Consumer[TTx]) hold(s *session, d *amqp091.Delivery, delay time.Duratio
 
 // publishDeadLetter copies a dead-lettered delivery to DeadLetterExchange
 // and waits for the broker's confirm.
-func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, cause error) error {
+func (c *Consumer) publishDeadLetter(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, cause error) error {
 	reason := "dead-lettered"
 	if cause != nil {
 		reason = cause.Error()
@@ -154,7 +149,7 @@ func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, s *session, d *am
 }
 
 // message turns a delivery into the inbox's message.
-func (c *Consumer[TTx]) message(d *amqp091.Delivery) *txinbox.Message {
+func (c *Consumer) message(d *amqp091.Delivery) *txinbox.Message {
 	id := c.cfg.Key(d)
 	if id == "" && c.cfg.ContentKey != nil {
 		id = c.cfg.ContentKey(d)
@@ -166,7 +161,9 @@ func (c *Consumer[TTx]) message(d *amqp091.Delivery) *txinbox.Message {
 	for k, v := range d.Headers {
 		m.Headers = append(m.Headers, txinbox.Header{Key: k, Value: fmt.Sprint(v)})
 	}
-	m.Headers = append(m.Headers, txinbox.Header{Key: DeliveryCountHeader, Value: strconv.Itoa(deliveryCount(d))})
+	n := deliveryCount(d)
+	m.Headers = append(m.Headers, txinbox.Header{Key: DeliveryCountHeader, Value: strconv.Itoa(n)})
+	c.guard.Check(m, n)
 	return m
 }
 

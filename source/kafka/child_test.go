@@ -111,7 +111,7 @@ func runChild(specJSON string) error {
 	if spec.OffsetKey {
 		kc.Key = kafka.OffsetKey
 	}
-	consumer, err := kafka.New(d, kc)
+	consumer, err := newConsumer(d, kc)
 	if err != nil {
 		return err
 	}
