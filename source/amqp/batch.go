@@ -9,7 +9,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // handle processes one batch and settles its deliveries: acks after the
@@ -20,7 +19,7 @@ func (c *Consumer) handle(ctx context.Context, s *session, batch []amqp091.Deliv
 	for i := range batch {
 		in[i] = c.message(&batch[i])
 	}
-	o := c.stats.batches.Process(ctx, c.proc, in, c.guard.Excused, c.cfg.ErrorBackoff)
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
 	if o.Err != nil && ctx.Err() == nil {
 		c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
 			"queue", c.cfg.Queue, "messages", len(batch), "failures", o.Failures, "err", o.Err)
@@ -51,7 +50,7 @@ func (c *Consumer) ackAll(ctx context.Context, s *session, batch []amqp091.Deliv
 	}
 	start := time.Now()
 	err := s.ch.Ack(batch[len(batch)-1].DeliveryTag, true)
-	runner.ReportAck(ctx, c.proc, c.cfg.Queue, len(batch), start, err)
+	c.base.ReportAck(ctx, c.cfg.Queue, len(batch), start, err)
 	if err != nil {
 		c.ackFailed(ctx, in[0], err)
 		return true
@@ -79,7 +78,7 @@ func (c *Consumer) settle(ctx context.Context, s *session, d *amqp091.Delivery, 
 	}
 	start := time.Now()
 	err := d.Ack(false)
-	runner.ReportAck(ctx, c.proc, c.cfg.Queue, 1, start, err)
+	c.base.ReportAck(ctx, c.cfg.Queue, 1, start, err)
 	if err != nil {
 		c.ackFailed(ctx, msg, err)
 		return
@@ -163,7 +162,7 @@ func (c *Consumer) message(d *amqp091.Delivery) *txinbox.Message {
 	}
 	n := deliveryCount(d)
 	m.Headers = append(m.Headers, txinbox.Header{Key: DeliveryCountHeader, Value: strconv.Itoa(n)})
-	c.guard.Check(m, n)
+	c.base.Guard(m, n)
 	return m
 }
 

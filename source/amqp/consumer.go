@@ -11,7 +11,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
@@ -20,26 +19,16 @@ import (
 // database, acks sent only after their batch committed. Several Consumers
 // (in one process or many) may share a queue.
 type Consumer struct {
-	cfg  Config
-	proc source.Processor
-	// batch is the processor's MaxBatchSize.
-	batch int
-	// guard dead-letters deliveries beyond MaxDeliveries, less those of
-	// batches that failed as a whole.
-	guard   deliveries.Guard
-	running runner.Once
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base *runner.Base
 	// connected is true while a session consumes.
 	connected atomic.Bool
 	// depth is Lag's connection.
 	depth depth
 	stats stats
 }
-
-var (
-	_ source.Source  = (*Consumer)(nil)
-	_ source.Readier = (*Consumer)(nil)
-	_ source.Lagger  = (*Consumer)(nil)
-)
 
 // New returns a Consumer that hands its deliveries to proc, a processor
 // built with txinbox.NewProcessor (its Scope names the inbox scope, e.g.
@@ -49,12 +38,11 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize,
-		guard: deliveries.Guard{Max: cfg.MaxDeliveries, Verb: "delivered", Excused: deliveries.NewExcuses()}}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("amqp", proc, cfg.MaxDeliveries, "delivered")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer) Processor() source.Processor { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Connected reports whether Run holds a connection and channel that
 // consume the queue (a readiness probe).
@@ -65,7 +53,7 @@ func (c *Consumer) Connected() bool { return c.connected.Load() }
 // acked) and returns nil. A lost connection or channel is dialed again
 // after ErrorBackoff. Run may be called once.
 func (c *Consumer) Run(ctx context.Context) error {
-	if err := c.running.Start("amqp"); err != nil {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
 	c.depth.setKeep(true)
@@ -182,7 +170,7 @@ func (c *Consumer) nextBatch(ctx context.Context, deliveries <-chan amqp091.Deli
 	}
 	linger := time.NewTimer(c.cfg.Linger)
 	defer linger.Stop()
-	for len(batch) < c.batch {
+	for len(batch) < c.base.Batch {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {

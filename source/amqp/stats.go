@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Stats counts what a Consumer did since it was created.
@@ -26,7 +25,6 @@ type Stats struct {
 }
 
 type stats struct {
-	batches              runner.Batches
 	acked                atomic.Int64
 	multipleAcks         atomic.Int64
 	ackErrors            atomic.Int64
@@ -39,7 +37,7 @@ type stats struct {
 func (c *Consumer) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Outcomes:             s.batches.Snapshot(),
+		Outcomes:             c.base.Outcomes(),
 		Acked:                s.acked.Load(),
 		MultipleAcks:         s.multipleAcks.Load(),
 		AckErrors:            s.ackErrors.Load(),

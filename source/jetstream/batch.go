@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,7 +22,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []natsjs.Msg) {
 		in[i] = c.message(m)
 	}
 	stop := c.keepAlive(msgs)
-	o := c.stats.batches.Process(ctx, c.proc, in, c.guard.Excused, c.cfg.ErrorBackoff)
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
 	stop()
 	if o.Err != nil && ctx.Err() == nil {
 		c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
@@ -66,7 +65,7 @@ func (c *Consumer) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.Messag
 func (c *Consumer) ack(ctx context.Context, m natsjs.Msg) error {
 	start := time.Now()
 	err := m.Ack()
-	runner.ReportAck(ctx, c.proc, c.cfg.Stream, 1, start, err)
+	c.base.ReportAck(ctx, c.cfg.Stream, 1, start, err)
 	return err
 }
 
@@ -111,32 +110,17 @@ func (c *Consumer) message(m natsjs.Msg) *txinbox.Message {
 		Payload:        m.Data(),
 		Headers:        headersOf(m, delivered),
 	}
-	c.guard.Check(out, int(min(delivered, math.MaxInt32)))
+	c.base.Guard(out, int(min(delivered, math.MaxInt32)))
 	return out
 }
 
 // keepAlive tells JetStream every AckWait/3 that the batch's messages are
 // still being worked on, until the returned stop is called.
 func (c *Consumer) keepAlive(msgs []natsjs.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(c.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				for _, m := range msgs {
-					m.InProgress() //nolint:errcheck // a lost renewal costs a redelivery at worst
-				}
-				c.stats.inProgress.Add(int64(len(msgs)))
-			}
+	return runner.Every(c.cfg.AckWait/3, func() {
+		for _, m := range msgs {
+			m.InProgress() //nolint:errcheck // a lost renewal costs a redelivery at worst
 		}
+		c.stats.inProgress.Add(int64(len(msgs)))
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

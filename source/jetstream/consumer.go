@@ -13,7 +13,6 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
@@ -21,25 +20,15 @@ import (
 // processes every message through a txinbox.Processor: exactly-once effects
 // in the database, acks sent only after their batch committed.
 type Consumer struct {
-	cfg  Config
-	proc source.Processor
-	// batch is the processor's MaxBatchSize, also the pull batch.
-	batch int
-	// guard dead-letters messages delivered more than MaxDeliveries
-	// times, less the deliveries of batches that failed as a whole.
-	guard   deliveries.Guard
-	running runner.Once
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base *runner.Base
 	// nc is Run's connection (Config.Conn or its own), for Ready and Lag.
 	nc    atomic.Pointer[nats.Conn]
 	js    natsjs.JetStream // Run's, for dead letters
 	stats stats
 }
-
-var (
-	_ source.Source  = (*Consumer)(nil)
-	_ source.Readier = (*Consumer)(nil)
-	_ source.Lagger  = (*Consumer)(nil)
-)
 
 // New returns a Consumer that hands its messages to proc, a processor
 // built with txinbox.NewProcessor (its Scope names the inbox scope, e.g.
@@ -49,12 +38,11 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize,
-		guard: deliveries.Guard{Max: cfg.MaxDeliveries, Verb: "delivered", Excused: deliveries.NewExcuses()}}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("jetstream", proc, cfg.MaxDeliveries, "delivered")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer) Processor() source.Processor { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Run connects (unless Config.Conn is set), creates or updates the durable
 // consumer and processes messages until ctx is done; then it flushes the
@@ -62,7 +50,7 @@ func (c *Consumer) Processor() source.Processor { return c.proc }
 // ErrorBackoff; the connection reconnects by itself. Run returns an error
 // only when it cannot connect at first. Run may be called once.
 func (c *Consumer) Run(ctx context.Context) error {
-	if err := c.running.Start("jetstream"); err != nil {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
 	nc := c.cfg.Conn
@@ -104,7 +92,7 @@ func (c *Consumer) consume(ctx context.Context) (consumed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("creating consumer %s on stream %s: %w", c.cfg.Consumer, c.cfg.Stream, err)
 	}
-	it, err := cons.Messages(natsjs.PullMaxMessages(c.batch))
+	it, err := cons.Messages(natsjs.PullMaxMessages(c.base.Batch))
 	if err != nil {
 		return false, err
 	}
@@ -130,7 +118,7 @@ func (c *Consumer) consumerConfig() natsjs.ConsumerConfig {
 		AckPolicy:      natsjs.AckExplicitPolicy,
 		AckWait:        c.cfg.AckWait,
 		MaxDeliver:     -1, // the source dead-letters (MaxDeliveries), with the reason stored
-		MaxAckPending:  max(1000, 2*c.batch),
+		MaxAckPending:  max(1000, 2*c.base.Batch),
 		FilterSubjects: c.cfg.FilterSubjects,
 	}
 }
@@ -144,7 +132,7 @@ func (c *Consumer) nextBatch(ctx context.Context, it natsjs.MessagesContext) ([]
 	}
 	msgs := []natsjs.Msg{first}
 	deadline := time.Now().Add(c.cfg.Linger)
-	for len(msgs) < c.batch && ctx.Err() == nil {
+	for len(msgs) < c.base.Batch && ctx.Err() == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break

@@ -72,13 +72,6 @@ type partitionState struct {
 	resume    *time.Timer // ends a pause after a Retry or a failure
 }
 
-var (
-	_ source.Source    = (*Consumer)(nil)
-	_ source.Readier   = (*Consumer)(nil)
-	_ source.Lagger    = (*Consumer)(nil)
-	_ source.Horizoner = (*Consumer)(nil)
-)
-
 // New returns a Consumer that hands its records to proc, a processor built
 // with txinbox.NewProcessor with Ordered set (its Scope names the inbox
 // scope, e.g. the group). It does not connect: Run does.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,7 +22,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []types.Message) {
 		in[i] = c.message(m)
 	}
 	stop := c.keepInvisible(ctx, msgs)
-	o := c.stats.batches.Process(ctx, c.proc, in, c.guard.Excused, c.cfg.ErrorBackoff)
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
 	stop()
 	if o.Err != nil && ctx.Err() == nil {
 		c.cfg.Logger.ErrorContext(ctx, "sqs: batch not committed; its messages are received again",
@@ -99,15 +98,15 @@ func (c *Consumer) delete(ctx context.Context, msgs []types.Message) {
 // the request failed.
 func (c *Consumer) reportDelete(ctx context.Context, chunk []types.Message, out *awssqs.DeleteMessageBatchOutput, start time.Time, err error) {
 	if err != nil {
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(chunk), start, err)
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(chunk), start, err)
 		return
 	}
 	if len(out.Successful) > 0 || len(out.Failed) == 0 {
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Successful), start, nil)
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(out.Successful), start, nil)
 	}
 	if len(out.Failed) > 0 {
 		f := out.Failed[0]
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Failed), start,
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(out.Failed), start,
 			fmt.Errorf("sqs: %d of %d messages not deleted (first: %s: %s)", len(out.Failed), len(chunk),
 				aws.ToString(f.Code), aws.ToString(f.Message)))
 	}
@@ -136,29 +135,14 @@ func (c *Consumer) changeVisibility(ctx context.Context, vs []visibility) {
 // VisibilityTimeout/3 until the returned stop is called, so that a long
 // batch is not received by another consumer while it runs.
 func (c *Consumer) keepInvisible(ctx context.Context, msgs []types.Message) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
 	vs := make([]visibility, len(msgs))
 	for i, m := range msgs {
 		vs[i] = visibility{m, c.cfg.VisibilityTimeout}
 	}
-	wg.Go(func() {
-		t := time.NewTicker(c.cfg.VisibilityTimeout / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				c.changeVisibility(ctx, vs)
-				c.stats.extensions.Add(1)
-			}
-		}
+	return runner.Every(c.cfg.VisibilityTimeout/3, func() {
+		c.changeVisibility(ctx, vs)
+		c.stats.extensions.Add(1)
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }
 
 // sendDeadLetter copies a dead-lettered message to DeadLetterQueueURL.

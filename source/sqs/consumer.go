@@ -12,7 +12,6 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
@@ -21,24 +20,12 @@ import (
 // deleted from the queue only after their batch committed. Several
 // Consumers (in one process or many) may share a queue.
 type Consumer struct {
-	cfg  Config
-	proc source.Processor
-	// batch is the processor's MaxBatchSize: the messages gathered, 10
-	// per ReceiveMessage, into one transaction.
-	batch int
-	// guard dead-letters messages received more than MaxDeliveries
-	// times, less the receives of batches that failed as a whole.
-	guard   deliveries.Guard
-	running runner.Once
-	stats   stats
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base  *runner.Base
+	stats stats
 }
-
-var (
-	_ source.Source    = (*Consumer)(nil)
-	_ source.Readier   = (*Consumer)(nil)
-	_ source.Lagger    = (*Consumer)(nil)
-	_ source.Horizoner = (*Consumer)(nil)
-)
 
 // New returns a Consumer that hands its messages to proc, a processor
 // built with txinbox.NewProcessor (its Scope names the inbox scope).
@@ -47,18 +34,17 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize,
-		guard: deliveries.Guard{Max: cfg.MaxDeliveries, Verb: "received", Excused: deliveries.NewExcuses()}}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("sqs", proc, cfg.MaxDeliveries, "received")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer) Processor() source.Processor { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Run receives and processes batches until ctx is done, then returns nil.
 // A failed ReceiveMessage is tried again after ErrorBackoff. Run may be
 // called once.
 func (c *Consumer) Run(ctx context.Context) error {
-	if err := c.running.Start("sqs"); err != nil {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
 	receiveFailures := 0
@@ -89,10 +75,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) receiveBatch(ctx context.Context) ([]types.Message, error) {
 	var msgs []types.Message
 	wait := c.cfg.WaitTime
-	for len(msgs) < c.batch {
+	for len(msgs) < c.base.Batch {
 		out, err := c.cfg.Client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
 			QueueUrl:                    &c.cfg.QueueURL,
-			MaxNumberOfMessages:         int32(min(10, c.batch-len(msgs))),
+			MaxNumberOfMessages:         int32(min(10, c.base.Batch-len(msgs))),
 			WaitTimeSeconds:             int32(wait / time.Second),
 			VisibilityTimeout:           seconds(c.cfg.VisibilityTimeout),
 			MessageAttributeNames:       []string{"All"},
@@ -131,6 +117,6 @@ func (c *Consumer) message(m types.Message) *txinbox.Message {
 	}
 	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	out.Headers = append(out.Headers, txinbox.Header{Key: ReceiveCountHeader, Value: strconv.Itoa(n)})
-	c.guard.Check(out, n)
+	c.base.Guard(out, n)
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Stats counts what a Consumer did since it was created.
@@ -24,7 +23,6 @@ type Stats struct {
 }
 
 type stats struct {
-	batches         runner.Batches
 	deleted         atomic.Int64
 	deleteErrors    atomic.Int64
 	receiveErrors   atomic.Int64
@@ -36,7 +34,7 @@ type stats struct {
 func (c *Consumer) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Outcomes:        s.batches.Snapshot(),
+		Outcomes:        c.base.Outcomes(),
 		Deleted:         s.deleted.Load(),
 		DeleteErrors:    s.deleteErrors.Load(),
 		ReceiveErrors:   s.receiveErrors.Load(),

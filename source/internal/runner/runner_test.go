@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,5 +166,25 @@ func TestFailDelayFollowsTime(t *testing.T) {
 	b.Done(nil, 1, errors.New("down again"))
 	if d := b.FailDelay(backoff); d != time.Second {
 		t.Errorf("first failure of a new outage: delay %s, want backoff(1) = 1s", d)
+	}
+}
+
+// TestEveryStopsAndWaits: f runs on each tick until stop, and not after
+// stop returned.
+func TestEveryStopsAndWaits(t *testing.T) {
+	var n atomic.Int32
+	stop := Every(time.Millisecond, func() { n.Add(1) })
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("f did not run 3 times within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	after := n.Load()
+	time.Sleep(10 * time.Millisecond)
+	if n.Load() != after {
+		t.Errorf("f ran %d more times after stop", n.Load()-after)
 	}
 }
