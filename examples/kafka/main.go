@@ -42,29 +42,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	driver, err := sqlitestore.Open(*dbPath, sqlitestore.Options{})
+	driver, err := openInbox(ctx, *dbPath)
 	if err != nil {
 		return err
 	}
 	defer driver.Close()
-	if err := driver.Migrate(ctx); err != nil {
-		return err
-	}
-	if _, err := driver.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (message_id TEXT PRIMARY KEY, body TEXT)`); err != nil {
-		return err
-	}
-
-	// The processor: the inbox scope and the side effect, in the inbox's
-	// own transaction. Ordered: a failed record holds back the later
-	// records of its partition.
-	proc, err := txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
-		Scope:   *group,
-		Ordered: true,
-		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?)`, m.ID, string(m.Payload))
-			return err
-		},
-	})
+	proc, err := newProcessor(driver, *group)
 	if err != nil {
 		return err
 	}
@@ -89,4 +72,35 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// openInbox opens the SQLite inbox at path, migrated, with the invoices
+// table the handler writes.
+func openInbox(ctx context.Context, path string) (*sqlitestore.Driver, error) {
+	driver, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err = driver.Migrate(ctx); err == nil {
+		_, err = driver.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (message_id TEXT PRIMARY KEY, body TEXT)`)
+	}
+	if err != nil {
+		driver.Close()
+		return nil, err
+	}
+	return driver, nil
+}
+
+// newProcessor builds the processor: the inbox scope and the side effect,
+// run in the inbox's own transaction.
+// Ordered: a failed record holds back the later records of its partition.
+func newProcessor(driver *sqlitestore.Driver, scope string) (*txinbox.Processor[*sql.Tx], error) {
+	return txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
+		Scope:   scope,
+		Ordered: true,
+		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?)`, m.ID, string(m.Payload))
+			return err
+		},
+	})
 }

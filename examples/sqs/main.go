@@ -52,36 +52,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *queueURL == "" {
 		return errors.New("-queue-url is required")
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	client, err := newClient(ctx, *endpoint)
 	if err != nil {
 		return err
 	}
-	client := awssqs.NewFromConfig(awsCfg, func(o *awssqs.Options) {
-		if *endpoint != "" {
-			o.BaseEndpoint = aws.String(*endpoint)
-		}
-	})
-	driver, err := sqlitestore.Open(*dbPath, sqlitestore.Options{})
+	driver, err := openInbox(ctx, *dbPath)
 	if err != nil {
 		return err
 	}
 	defer driver.Close()
-	if err := driver.Migrate(ctx); err != nil {
-		return err
-	}
-	if _, err := driver.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (message_id TEXT PRIMARY KEY, body TEXT)`); err != nil {
-		return err
-	}
-
-	// The processor: the inbox scope and the side effect, in the inbox's
-	// own transaction.
-	proc, err := txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
-		Scope: "invoices",
-		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?)`, m.ID, string(m.Payload))
-			return err
-		},
-	})
+	proc, err := newProcessor(driver, "invoices")
 	if err != nil {
 		return err
 	}
@@ -97,4 +77,47 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	s := c.Stats()
 	fmt.Fprintf(out, "processed %d, duplicates %d, dead-lettered %d, deleted %d\n", s.Processed, s.Duplicates, s.DeadLettered, s.Deleted)
 	return nil
+}
+
+// openInbox opens the SQLite inbox at path, migrated, with the invoices
+// table the handler writes.
+func openInbox(ctx context.Context, path string) (*sqlitestore.Driver, error) {
+	driver, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err = driver.Migrate(ctx); err == nil {
+		_, err = driver.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (message_id TEXT PRIMARY KEY, body TEXT)`)
+	}
+	if err != nil {
+		driver.Close()
+		return nil, err
+	}
+	return driver, nil
+}
+
+// newProcessor builds the processor: the inbox scope and the side effect,
+// run in the inbox's own transaction.
+func newProcessor(driver *sqlitestore.Driver, scope string) (*txinbox.Processor[*sql.Tx], error) {
+	return txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
+		Scope: scope,
+		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?)`, m.ID, string(m.Payload))
+			return err
+		},
+	})
+}
+
+// newClient is an SQS client configured by the AWS SDK's default chain,
+// at endpoint unless it is empty.
+func newClient(ctx context.Context, endpoint string) (*awssqs.Client, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return awssqs.NewFromConfig(awsCfg, func(o *awssqs.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}), nil
 }

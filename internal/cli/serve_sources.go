@@ -261,23 +261,8 @@ func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, e
 // own (a retry window) besides the broker's.
 func fromSource(name, scope string, src source.Source, close func(), window *horizon) *serveSource {
 	s := &serveSource{name: name, scope: scope, run: src.Run, close: close,
-		ready: func(context.Context) error { return nil },
-		horizons: func(ctx context.Context) ([]horizon, error) {
-			var hs []horizon
-			if h, ok := src.(source.Horizoner); ok {
-				bs, err := h.RedeliveryHorizons(ctx)
-				if err != nil {
-					return nil, err
-				}
-				for _, b := range bs {
-					hs = append(hs, horizon{source: b.What, figure: b.Figure, d: b.Within, forever: b.Forever})
-				}
-			}
-			if window != nil {
-				hs = append(hs, *window)
-			}
-			return hs, nil
-		},
+		ready:    func(context.Context) error { return nil },
+		horizons: func(ctx context.Context) ([]horizon, error) { return sourceHorizons(ctx, src, window) },
 	}
 	if r, ok := src.(source.Readier); ok {
 		s.ready = r.Ready
@@ -296,6 +281,25 @@ func fromSource(name, scope string, src source.Source, close func(), window *hor
 		}
 	}
 	return s
+}
+
+// sourceHorizons reads the broker's horizons of src, if it offers them,
+// and adds window.
+func sourceHorizons(ctx context.Context, src source.Source, window *horizon) ([]horizon, error) {
+	var hs []horizon
+	if h, ok := src.(source.Horizoner); ok {
+		bs, err := h.RedeliveryHorizons(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			hs = append(hs, horizon{source: b.What, figure: b.Figure, d: b.Within, forever: b.Forever})
+		}
+	}
+	if window != nil {
+		hs = append(hs, *window)
+	}
+	return hs, nil
 }
 
 // newProcessor builds the processor of a source over se's inbox.
@@ -331,6 +335,9 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
 	}
+	if err := checkSeeds(seeds); err != nil {
+		return nil, err
+	}
 	s := fromSource("kafka", f.KafkaScope, c, func() {}, nil)
 	if f.KafkaKey == "offset" {
 		s.horizons = func(context.Context) ([]horizon, error) {
@@ -340,6 +347,17 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 		}
 	}
 	return s, nil
+}
+
+// checkSeeds refuses a seed list the Kafka client refuses: a usage error
+// at start, not when the consumer's Run creates its client.
+func checkSeeds(seeds []string) error {
+	probe, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return fmt.Errorf("--kafka-brokers: %w", err)
+	}
+	probe.Close()
+	return nil
 }
 
 func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {

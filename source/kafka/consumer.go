@@ -224,7 +224,7 @@ func (c *Consumer) shutdown(cl *kgo.Client) {
 // Joined reports whether the consumer is a member of its group: Run's
 // client has joined it (it has a member id and generation) and has not
 // left. It is false before the first join completes, which can take a
-// session timeout after a member died; serve's /readyz reports it.
+// session timeout after a member died; Ready reports it.
 func (c *Consumer) Joined() bool {
 	cl := c.client.Load()
 	if cl == nil || c.stopped.Load() {

@@ -34,9 +34,9 @@ func (o *partitionOutcome) ackedThrough(r *kgo.Record) {
 }
 
 // processPartition processes one partition's records of a poll in offset
-// order, a transaction of Inbox.MaxBatchSize records at a time. It stops at
-// the first record not acked (a Retry, or a transaction that failed) and
-// between transactions when a rebalance waits.
+// order, a transaction of the processor's MaxBatchSize records at a time.
+// It stops at the first record not acked (a Retry, or a transaction that
+// failed) and between transactions when a rebalance waits.
 func (c *Consumer) processPartition(ctx context.Context, cl *kgo.Client, p kgo.FetchTopicPartition) partitionOutcome {
 	out := partitionOutcome{tp: topicPartition{p.Topic, p.Partition}, commit: -1, rewind: -1}
 	recs := p.Records
