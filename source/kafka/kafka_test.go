@@ -38,6 +38,7 @@ func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
 	ch := f.startChildSpec(childSpec{CrashAfterCommit: 250, OffsetKey: offsetKey})
 	ch.waitCrashPoint(t, 30*time.Second)
 	ch.kill()
+	f.waitChildSessionsGone()
 	f.checkWatermarkAhead(all, 3)
 	before := len(f.effects())
 
@@ -72,6 +73,7 @@ func TestCrashAfterTheLastCommit(t *testing.T) {
 	ch := f.startChildSpec(childSpec{CrashAfterCommit: len(all)})
 	ch.waitCrashPoint(t, 30*time.Second)
 	ch.kill()
+	f.waitChildSessionsGone()
 	f.checkWatermarkAhead(all, 3)
 
 	r := f.start(f.consumerConfig())
