@@ -5,7 +5,7 @@
 // transaction committed.
 //
 //	proc, err := txinbox.NewProcessor(driver, txinbox.Config[pgx.Tx]{
-//		Scope: "edi-invoicer",
+//		Scope:   "edi-invoicer",
 //		Ordered: true, // a failed record holds back its partition
 //		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 //			_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
