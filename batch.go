@@ -220,13 +220,18 @@ func (b *batch) repeatDrift(now func() store.DriftRow) []store.DriftRow {
 }
 
 // callHandler runs the configured handler for msgs, turning a panic into a
-// *PanicError.
+// *PanicError; a message's Refusal fails it without running the handler.
 func (p *Processor[TTx]) callHandler(ctx context.Context, tx TTx, msgs []*Message) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
+	for _, m := range msgs {
+		if m.Refusal != nil {
+			return m.Refusal // a batch is redone one message at a time
+		}
+	}
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(ctx, tx, msgs)
 	}

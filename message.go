@@ -30,6 +30,13 @@ type Message struct {
 	// ReceivedAt is when the message was received. Defaults to the time
 	// the processor first saw it.
 	ReceivedAt time.Time
+	// Refusal, when set, is the error the message fails with in place of
+	// its handler's, should it be new: a source's delivery-count guard
+	// sets a Permanent error to dead-letter a message its broker
+	// delivered too often, in the transaction that would have run the
+	// handler. A duplicate of a committed message is still a Duplicate.
+	// Not stored. Defaults to nil: the handler runs.
+	Refusal error
 }
 
 // Header is one transport header. Keys may repeat.

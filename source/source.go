@@ -1,6 +1,11 @@
 // Package source is the broker seam: what a broker source (source/kafka,
-// source/amqp, source/sqs, source/jetstream) offers to the service that runs
-// it (package server, txinbox serve) besides consuming.
+// source/amqp, source/sqs, source/jetstream) needs of the processor it
+// feeds, and what it offers to the service that runs it (package server,
+// txinbox serve) besides consuming.
+//
+// A source takes the processor the user built (txinbox.NewProcessor, with
+// the handler, scope and hooks); it is not generic over the transaction
+// type, as it only hands batches to the processor through Processor.
 //
 // Every source has Run. What a service reports about a source (is it
 // connected, how many messages wait at the broker, how long can the broker
@@ -12,7 +17,40 @@ package source
 import (
 	"context"
 	"time"
+
+	"github.com/txinbox/txinbox"
 )
+
+// Processor is what a source needs of the *txinbox.Processor the user
+// built with txinbox.NewProcessor (any transaction type implements it):
+// the source hands it batches, acks what it says may be acked and reports
+// the acks.
+type Processor interface {
+	// Process is txinbox.Processor.Process.
+	Process(ctx context.Context, msgs []*txinbox.Message) ([]txinbox.Result, error)
+	// ProcessCheckpoint is txinbox.Processor.ProcessCheckpoint.
+	ProcessCheckpoint(ctx context.Context, msgs []*txinbox.Message, cp txinbox.Checkpoint) ([]txinbox.Result, error)
+	// Checkpoints is txinbox.Processor.Checkpoints.
+	Checkpoints(ctx context.Context, source string) (map[string]int64, error)
+	// ReportAck is txinbox.Processor.ReportAck.
+	ReportAck(ctx context.Context, info txinbox.AckInfo)
+	// Settings is txinbox.Processor.Settings.
+	Settings() txinbox.Settings
+}
+
+// Outcomes counts what became of a source's messages and batches; each
+// source's Stats embeds it.
+type Outcomes struct {
+	// Processed, Duplicates, Drift, DeadLettered and Retries count the
+	// messages by outcome (a message retried twice counts twice).
+	Processed    int64
+	Duplicates   int64
+	Drift        int64
+	DeadLettered int64
+	Retries      int64
+	// BatchErrors counts batch transactions that did not commit.
+	BatchErrors int64
+}
 
 // Source consumes from a broker, hands each batch to a txinbox processor
 // and acknowledges it to the broker only after its transaction committed.

@@ -113,9 +113,13 @@ func run() error {
 	if err := publish(ctx, cluster.ListenAddrs()); err != nil {
 		return err
 	}
-	consumer, err := kafka.New(senderDB, kafka.Config[*sql.Tx]{Seeds: cluster.ListenAddrs(), Topics: []string{"invoices"},
-		Group: invoicer.DefaultScope, Key: kafka.HeaderKey("message-id"), Logger: quiet,
-		Inbox: txinbox.Config[*sql.Tx]{Scope: invoicer.DefaultScope, Handler: handler, Logger: quiet}})
+	proc, err := txinbox.NewProcessor(senderDB, txinbox.Config[*sql.Tx]{Scope: invoicer.DefaultScope, Handler: handler,
+		Ordered: true, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	consumer, err := kafka.New(proc, kafka.Config{Seeds: cluster.ListenAddrs(), Topics: []string{"invoices"},
+		Group: invoicer.DefaultScope, Key: kafka.HeaderKey("message-id"), Logger: quiet})
 	if err != nil {
 		return err
 	}

@@ -47,13 +47,16 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		return nil, err
 	}
 	var lat latencies
-	consumer, err := kafka.New(d, kafka.Config[pgx.Tx]{
+	proc, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench", Ordered: true, MaxBatchSize: o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks: []txinbox.Hook{batchLatency{&lat}},
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			return benchEffectsHandler(ctx, tx, messageIDs(msgs))
+		}})
+	if err != nil {
+		return nil, err
+	}
+	consumer, err := kafka.New(proc, kafka.Config{
 		Seeds: cluster.ListenAddrs(), Topics: []string{topic}, Group: "bench", Key: kafka.HeaderKey(demoKafkaHeader),
-		Inbox: txinbox.Config[pgx.Tx]{MaxBatchSize: o.batch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Hooks: []txinbox.Hook{batchLatency{&lat}},
-			BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
-				return benchEffectsHandler(ctx, tx, messageIDs(msgs))
-			}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -136,7 +139,7 @@ func (h batchLatency) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 
 // benchKafkaAwaitJoin waits until the consumer has joined its group, for
 // at most a minute. Run's result stays on runErr for the caller.
-func benchKafkaAwaitJoin(ctx context.Context, c *kafka.Consumer[pgx.Tx], runErr chan error) error {
+func benchKafkaAwaitJoin(ctx context.Context, c *kafka.Consumer, runErr chan error) error {
 	deadline := time.After(time.Minute)
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
@@ -158,7 +161,7 @@ func benchKafkaAwaitJoin(ctx context.Context, c *kafka.Consumer[pgx.Tx], runErr 
 // benchKafkaSlice waits until every pre-produced record is handled or the
 // slice's time is up and returns when the slice ended, and whether Run
 // has already returned (its result taken from runErr).
-func benchKafkaSlice(ctx context.Context, c *kafka.Consumer[pgx.Tx], sliceEnd <-chan time.Time, runErr <-chan error) (end time.Time, stopped bool, err error) {
+func benchKafkaSlice(ctx context.Context, c *kafka.Consumer, sliceEnd <-chan time.Time, runErr <-chan error) (end time.Time, stopped bool, err error) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {

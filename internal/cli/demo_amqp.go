@@ -8,6 +8,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/store"
 )
@@ -130,10 +131,11 @@ func consumeAMQP[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[T
 	if c.sabotage == sabotageDeliveryKey {
 		key = amqp.HeaderKey("publish-seq") // a re-send is a new publish: its effect runs again
 	}
-	consumer, err := amqp.New(d, amqp.Config[TTx]{
-		URL: u, Queue: queue, Key: key,
-		Inbox: queueInboxConfig(c, exec), Logger: c.log,
-	})
+	proc, err := txinbox.NewProcessor(d, queueInboxConfig(c, exec))
+	if err != nil {
+		return err
+	}
+	consumer, err := amqp.New(proc, amqp.Config{URL: u, Queue: queue, Key: key, Logger: c.log})
 	if err != nil {
 		return err
 	}

@@ -129,14 +129,17 @@ func runInvoicerConsumer(ctx context.Context, env *Env, args []string) int {
 }
 
 func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbox.HandlerFunc[TTx], seeds, topic string) error {
-	c, err := kafka.New(d, kafka.Config[TTx]{
+	proc, err := txinbox.NewProcessor(d, txinbox.Config[TTx]{Scope: invoicer.DefaultScope, Handler: h, MaxBatchSize: 8,
+		Ordered: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	c, err := kafka.New(proc, kafka.Config{
 		Seeds: []string{seeds}, Topics: []string{topic}, Group: invoicer.DefaultScope,
 		Key: kafka.HeaderKey(invoicerKafkaHeader),
 		// Small polls and batches: the work is spread over time, so a
 		// SIGKILL lands in the middle of it.
 		MaxPollRecords: 16, Concurrency: 2,
-		Inbox: txinbox.Config[TTx]{Scope: invoicer.DefaultScope, Handler: h, MaxBatchSize: 8,
-			Logger: slog.New(slog.DiscardHandler)},
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(demoKafkaSession), kgo.HeartbeatInterval(demoKafkaSession / 10),
 			kgo.RebalanceTimeout(demoKafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
 		Logger: slog.New(slog.DiscardHandler),

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )
@@ -144,17 +145,22 @@ func runDemoConsumerKafka(ctx context.Context, env *Env, args []string) int {
 }
 
 func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx], exec txExecFunc[TTx], seeds, topic string) error {
-	key := kafka.HeaderKey(demoKafkaHeader)
+	var key kafka.Key = kafka.HeaderKey(demoKafkaHeader)
 	if c.sabotage == sabotageDeliveryKey {
 		key = kafka.OffsetKey // a producer's re-send is a new record: applied twice
 	}
-	consumer, err := kafka.New(d, kafka.Config[TTx]{
+	inbox := queueInboxConfig(c, exec)
+	inbox.Ordered = true
+	proc, err := txinbox.NewProcessor(d, inbox)
+	if err != nil {
+		return err
+	}
+	consumer, err := kafka.New(proc, kafka.Config{
 		Seeds: []string{seeds}, Topics: []string{topic}, Group: demoScope,
 		Key: key,
 		// One partition at a time: queueDemoHook finds the end of a batch
 		// by counting outcomes, which batches in parallel would interleave.
 		Concurrency: 1,
-		Inbox:       queueInboxConfig(c, exec),
 		// kfake expires a member whose JoinGroup waits longer than its
 		// session timeout (and leaves the join unanswered until the request
 		// times out): the rebalance timeout stays below the session.

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/store"
 )
@@ -159,9 +160,12 @@ func consumeNATS[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[T
 	if c.sabotage == sabotageDeliveryKey {
 		key = jetstream.SequenceKey // a re-send is a new stream sequence: its effect runs again
 	}
-	consumer, err := jetstream.New(d, jetstream.Config[TTx]{
-		URL: url, Stream: stream, Consumer: demoScope, Key: key, AckWait: demoAckWait,
-		Inbox: queueInboxConfig(c, exec), Logger: c.log,
+	proc, err := txinbox.NewProcessor(d, queueInboxConfig(c, exec))
+	if err != nil {
+		return err
+	}
+	consumer, err := jetstream.New(proc, jetstream.Config{
+		URL: url, Stream: stream, Consumer: demoScope, Key: key, AckWait: demoAckWait, Logger: c.log,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/sqs"
 	"github.com/txinbox/txinbox/source/sqs/sqsfake"
 	"github.com/txinbox/txinbox/store"
@@ -125,9 +126,12 @@ func consumeSQS[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TT
 	if c.sabotage == sabotageDeliveryKey {
 		key = sqs.MessageIDKey // a re-send has a new MessageId: its effect runs again
 	}
-	consumer, err := sqs.New(d, sqs.Config[TTx]{
-		Client: sqsDemoClient(endpoint), QueueURL: queueURL, Key: key, VisibilityTimeout: demoAckWait,
-		Inbox: queueInboxConfig(c, exec), Logger: c.log,
+	proc, err := txinbox.NewProcessor(d, queueInboxConfig(c, exec))
+	if err != nil {
+		return err
+	}
+	consumer, err := sqs.New(proc, sqs.Config{
+		Client: sqsDemoClient(endpoint), QueueURL: queueURL, Key: key, VisibilityTimeout: demoAckWait, Logger: c.log,
 	})
 	if err != nil {
 		return err

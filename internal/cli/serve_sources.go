@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,15 +15,13 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/logging"
 	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/source/kafka"
@@ -258,6 +255,62 @@ func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, e
 	return out, nil
 }
 
+// fromSource is a broker source as serve runs it: ready, lag and horizons
+// come from its optional interfaces (source.Readier, source.Lagger,
+// source.Horizoner), and window, when set, is a horizon of the senders'
+// own (a retry window) besides the broker's.
+func fromSource(name, scope string, src source.Source, close func(), window *horizon) *serveSource {
+	s := &serveSource{name: name, scope: scope, run: src.Run, close: close,
+		ready:    func(context.Context) error { return nil },
+		horizons: func(ctx context.Context) ([]horizon, error) { return sourceHorizons(ctx, src, window) },
+	}
+	if r, ok := src.(source.Readier); ok {
+		s.ready = r.Ready
+	}
+	if l, ok := src.(source.Lagger); ok {
+		s.lag = func(ctx context.Context) (map[string]int64, error) {
+			lags, err := l.Lag(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[string]int64, len(lags))
+			for _, l := range lags {
+				out[l.Partition] = l.Messages
+			}
+			return out, nil
+		}
+	}
+	return s
+}
+
+// sourceHorizons reads the broker's horizons of src, if it offers them,
+// and adds window.
+func sourceHorizons(ctx context.Context, src source.Source, window *horizon) ([]horizon, error) {
+	var hs []horizon
+	if h, ok := src.(source.Horizoner); ok {
+		bs, err := h.RedeliveryHorizons(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			hs = append(hs, horizon{source: b.What, figure: b.Figure, d: b.Within, forever: b.Forever})
+		}
+	}
+	if window != nil {
+		hs = append(hs, *window)
+	}
+	return hs, nil
+}
+
+// newProcessor builds the processor of a source over se's inbox.
+func newProcessor[TTx any](se sourceEnv[TTx], name string, inbox txinbox.Config[TTx]) (*txinbox.Processor[TTx], error) {
+	proc, err := txinbox.NewProcessor(se.driver, inbox)
+	if err != nil {
+		return nil, fmt.Errorf("%s source: %w", name, err)
+	}
+	return proc, nil
+}
+
 func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
 	if f.KafkaBrokers == "" {
 		return nil, nil
@@ -268,91 +321,43 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 		key = kafka.HeaderKey(name)
 	}
 	inbox := se.inbox("kafka", f.KafkaScope)
+	inbox.Ordered = true
 	inbox.MaxAttempts, inbox.Backoff = f.KafkaMaxAttempts, exponentialBackoff(f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	lo, hi := kafkaHoldTime(f.KafkaMaxAttempts, f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	se.logger.Info("kafka: a record that keeps failing holds its partition until it is dead-lettered",
 		"max_attempts", f.KafkaMaxAttempts, "hold_min", lo.String(), "hold_max", hi.String())
-	c, err := kafka.New(se.driver, kafka.Config[TTx]{Seeds: seeds, Topics: topics, Group: f.KafkaGroup, Key: key,
-		Inbox: inbox, Logger: se.logger,
+	proc, err := newProcessor(se, "kafka", inbox)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kafka.New(proc, kafka.Config{Seeds: seeds, Topics: topics, Group: f.KafkaGroup, Key: key, Logger: se.logger,
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(f.KafkaSessionTimeout)}})
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
 	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return nil, fmt.Errorf("--kafka-brokers: %w", err)
+	if err := checkSeeds(seeds); err != nil {
+		return nil, err
 	}
-	adm := kadm.NewClient(admin)
-	s := &serveSource{name: "kafka", scope: f.KafkaScope, run: c.Run, close: admin.Close,
-		ready: func(ctx context.Context) error {
-			if err := admin.Ping(ctx); err != nil {
-				return err
-			}
-			if !c.Joined() {
-				return fmt.Errorf("not a member of group %q yet", f.KafkaGroup)
-			}
-			return nil
-		},
-		lag: func(ctx context.Context) (map[string]int64, error) {
-			lags, err := adm.Lag(ctx, f.KafkaGroup)
-			if err == nil {
-				err = lags.Error()
-			}
-			if err != nil {
-				return nil, err
-			}
-			out := map[string]int64{}
-			for _, l := range lags[f.KafkaGroup].Lag.Sorted() {
-				if l.Err == nil {
-					out[l.Topic+"/"+strconv.Itoa(int(l.Partition))] = l.Lag
-				}
-			}
-			return out, nil
-		},
-		horizons: func(ctx context.Context) ([]horizon, error) {
-			if f.KafkaKey == "offset" {
-				se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
-					"topics", topics)
-				return nil, nil
-			}
-			return kafkaHorizons(ctx, adm, topics)
-		},
+	s := fromSource("kafka", f.KafkaScope, c, func() {}, nil)
+	if f.KafkaKey == "offset" {
+		s.horizons = func(context.Context) ([]horizon, error) {
+			se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
+				"topics", topics)
+			return nil, nil
+		}
 	}
 	return s, nil
 }
 
-// kafkaHorizons reads retention.ms of each topic.
-func kafkaHorizons(ctx context.Context, adm *kadm.Client, topics []string) ([]horizon, error) {
-	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+// checkSeeds refuses a seed list the Kafka client refuses: a usage error
+// at start, not when the consumer's Run creates its client.
+func checkSeeds(seeds []string) error {
+	probe, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
-		return nil, fmt.Errorf("kafka: reading the topics' retention.ms: %w", err)
+		return fmt.Errorf("--kafka-brokers: %w", err)
 	}
-	var hs []horizon
-	for _, t := range topics {
-		rc, err := rcs.On(t, nil)
-		if err == nil {
-			err = rc.Err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kafka: reading retention.ms of topic %q: %w", t, err)
-		}
-		for _, c := range rc.Configs {
-			if c.Key != "retention.ms" || c.Value == nil {
-				continue
-			}
-			ms, err := strconv.ParseInt(*c.Value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("kafka: topic %q: retention.ms %q: %w", t, *c.Value, err)
-			}
-			h := horizon{source: fmt.Sprintf("Kafka topic %q", t), figure: "retention.ms=" + *c.Value, forever: ms < 0}
-			if ms >= 0 {
-				h.d = time.Duration(ms) * time.Millisecond
-				h.figure += " (" + formatDays(h.d) + ")"
-			}
-			hs = append(hs, h)
-		}
-	}
-	return hs, nil
+	probe.Close()
+	return nil
 }
 
 func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
@@ -363,22 +368,16 @@ func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 	if name, ok := strings.CutPrefix(f.AMQPKey, "header:"); ok {
 		key = amqp.HeaderKey(name)
 	}
-	c, err := amqp.New(se.driver, amqp.Config[TTx]{URL: f.AMQPURL, Queue: f.AMQPQueue, Key: key,
-		Inbox: se.inbox("amqp", f.AMQPScope), Logger: se.logger})
+	proc, err := newProcessor(se, "amqp", se.inbox("amqp", f.AMQPScope))
+	if err != nil {
+		return nil, err
+	}
+	c, err := amqp.New(proc, amqp.Config{URL: f.AMQPURL, Queue: f.AMQPQueue, Key: key, Logger: se.logger})
 	if err != nil {
 		return nil, fmt.Errorf("amqp source: %w", err)
 	}
 	window := horizon{source: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), d: f.amqpWindow, figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
-	depth := &amqpDepth{url: f.AMQPURL, queue: f.AMQPQueue}
-	return &serveSource{name: "amqp", scope: f.AMQPScope, run: c.Run, close: depth.close, lag: depth.lag,
-		ready: func(context.Context) error {
-			if !c.Connected() {
-				return errors.New("not connected")
-			}
-			return nil
-		},
-		horizons: func(context.Context) ([]horizon, error) { return []horizon{window}, nil },
-	}, nil
+	return fromSource("amqp", f.AMQPScope, c, func() {}, &window), nil
 }
 
 func retryWindowFigure(flagName, v string, d time.Duration) string {
@@ -408,46 +407,15 @@ func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error)
 	case strings.HasPrefix(f.SQSKey, "attribute:"):
 		key = sqs.AttributeKey(strings.TrimPrefix(f.SQSKey, "attribute:"))
 	}
-	c, err := sqs.New(se.driver, sqs.Config[TTx]{Client: cl, QueueURL: f.SQSQueueURL, Key: key,
-		Inbox: se.inbox("sqs", f.SQSScope), Logger: se.logger})
+	proc, err := newProcessor(se, "sqs", se.inbox("sqs", f.SQSScope))
+	if err != nil {
+		return nil, err
+	}
+	c, err := sqs.New(proc, sqs.Config{Client: cl, QueueURL: f.SQSQueueURL, Key: key, Logger: se.logger})
 	if err != nil {
 		return nil, fmt.Errorf("sqs source: %w", err)
 	}
-	attrs := func(ctx context.Context, names ...types.QueueAttributeName) (map[string]string, error) {
-		out, err := cl.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &f.SQSQueueURL, AttributeNames: names})
-		if err != nil {
-			return nil, err
-		}
-		return out.Attributes, nil
-	}
-	return &serveSource{name: "sqs", scope: f.SQSScope, run: c.Run, close: func() {},
-		ready: func(ctx context.Context) error {
-			_, err := attrs(ctx, types.QueueAttributeNameApproximateNumberOfMessages)
-			return err
-		},
-		lag: func(ctx context.Context) (map[string]int64, error) {
-			a, err := attrs(ctx, types.QueueAttributeNameApproximateNumberOfMessages)
-			if err != nil {
-				return nil, err
-			}
-			n, _ := strconv.ParseInt(a[string(types.QueueAttributeNameApproximateNumberOfMessages)], 10, 64)
-			return map[string]int64{"": n}, nil
-		},
-		horizons: func(ctx context.Context) ([]horizon, error) {
-			a, err := attrs(ctx, types.QueueAttributeNameMessageRetentionPeriod)
-			if err != nil {
-				return nil, fmt.Errorf("sqs: reading MessageRetentionPeriod of %s: %w", f.SQSQueueURL, err)
-			}
-			v := a[string(types.QueueAttributeNameMessageRetentionPeriod)]
-			sec, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("sqs: MessageRetentionPeriod %q of %s: %w", v, f.SQSQueueURL, err)
-			}
-			d := time.Duration(sec) * time.Second
-			return []horizon{{source: fmt.Sprintf("SQS queue %s", f.SQSQueueURL), d: d,
-				figure: "MessageRetentionPeriod=" + v + " (" + formatDays(d) + ")"}}, nil
-		},
-	}, nil
+	return fromSource("sqs", f.SQSScope, c, func() {}, nil), nil
 }
 
 func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
@@ -461,52 +429,32 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 	case strings.HasPrefix(f.NATSKey, "header:"):
 		key = jetstream.HeaderKey(strings.TrimPrefix(f.NATSKey, "header:"))
 	}
-	// The connection is serve's, so that /readyz sees the one the
-	// consumer uses; it retries in the background while the server is
+	proc, err := newProcessor(se, "nats", se.inbox("nats", f.NATSScope))
+	if err != nil {
+		return nil, err
+	}
+	// The connection is serve's, so that /readyz sees it before the
+	// consumer runs; it retries in the background while the server is
 	// down.
 	nc, err := nats.Connect(f.NATSURL, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.Name("txinbox serve "+f.NATSConsumer))
 	if err != nil {
 		return nil, fmt.Errorf("--nats-url: %w", err)
 	}
-	c, err := jetstream.New(se.driver, jetstream.Config[TTx]{Conn: nc, Stream: f.NATSStream, Consumer: f.NATSConsumer, Key: key,
-		AckWait: f.NATSAckWait, Inbox: se.inbox("nats", f.NATSScope), Logger: se.logger})
+	c, err := jetstream.New(proc, jetstream.Config{Conn: nc, Stream: f.NATSStream, Consumer: f.NATSConsumer, Key: key,
+		AckWait: f.NATSAckWait, Logger: se.logger})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("nats source: %w", err)
 	}
 	window := horizon{source: fmt.Sprintf("NATS stream %q", f.NATSStream), d: f.natsWindow,
 		figure: retryWindowFigure("nats-retry-window", f.NATSRetryWindow, f.natsWindow)}
-	return &serveSource{name: "nats", scope: f.NATSScope, run: c.Run,
-		close: func() {
-			if nc.IsConnected() {
-				nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
-			}
-			nc.Close()
-		},
-		ready: func(context.Context) error {
-			if !nc.IsConnected() {
-				return fmt.Errorf("not connected (%s)", nc.Status())
-			}
-			return nil
-		},
-		lag: func(ctx context.Context) (map[string]int64, error) {
-			js, err := natsjs.New(nc)
-			if err != nil {
-				return nil, err
-			}
-			cons, err := js.Consumer(ctx, f.NATSStream, f.NATSConsumer)
-			if err != nil {
-				return nil, err
-			}
-			info, err := cons.Info(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]int64{"": int64(info.NumPending)}, nil
-		},
-		horizons: func(context.Context) ([]horizon, error) { return []horizon{window}, nil },
-	}, nil
+	return fromSource("nats", f.NATSScope, c, func() {
+		if nc.IsConnected() {
+			nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
+		}
+		nc.Close()
+	}, &window), nil
 }
 
 // drainHook detaches each batch transaction of the broker sources from the

@@ -23,19 +23,20 @@ import (
 )
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	proc := runtest.ConfigProcessor(t)
 	for _, tc := range []struct {
-		cfg   amqp.Config[pgx.Tx]
+		cfg   amqp.Config
 		field string
 	}{
-		{amqp.Config[pgx.Tx]{Queue: "q"}, "URL"},
-		{amqp.Config[pgx.Tx]{URL: "amqp://x"}, "Queue"},
-		{amqp.Config[pgx.Tx]{URL: "amqp://x", Queue: "q", Prefetch: 10}, "Prefetch"},
-		{amqp.Config[pgx.Tx]{URL: "amqp://x", Queue: "q", Linger: -1}, "Linger"},
-		{amqp.Config[pgx.Tx]{URL: "amqp://x", Queue: "q", MaxDeliveries: -1}, "MaxDeliveries"},
-		{amqp.Config[pgx.Tx]{URL: "amqp://x", Queue: "q", Heartbeat: time.Millisecond}, "Heartbeat"},
+		{amqp.Config{Queue: "q"}, "URL"},
+		{amqp.Config{URL: "amqp://x"}, "Queue"},
+		{amqp.Config{URL: "amqp://x", Queue: "q", Prefetch: 10}, "Prefetch"},
+		{amqp.Config{URL: "amqp://x", Queue: "q", Linger: -1}, "Linger"},
+		{amqp.Config{URL: "amqp://x", Queue: "q", MaxDeliveries: -1}, "MaxDeliveries"},
+		{amqp.Config{URL: "amqp://x", Queue: "q", Heartbeat: time.Millisecond}, "Heartbeat"},
 	} {
-		_, err := amqp.New[pgx.Tx](nil, tc.cfg)
-		var ce *amqp.ConfigError
+		_, err := amqp.New(proc, tc.cfg)
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("New(%+v) = %v, want a ConfigError on %s", tc.cfg, err, tc.field)
 		}
@@ -90,19 +91,30 @@ func (f *queueFixture) publish(ps ...amqp091.Publishing) {
 	})
 }
 
-func (f *queueFixture) config() amqp.Config[pgx.Tx] {
+func (f *queueFixture) config() config {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return amqp.Config[pgx.Tx]{URL: f.b.Direct, Queue: f.b.Queue, Logger: quiet,
-		Inbox: txinbox.Config[pgx.Tx]{Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+	return config{Config: amqp.Config{URL: f.b.Direct, Queue: f.b.Queue, Logger: quiet},
+		Inbox: txinbox.Config[pgx.Tx]{Scope: f.b.Queue, Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 			_, err := tx.Exec(ctx, `INSERT INTO effects (message_id) VALUES ($1)`, m.ID)
 			return err
 		}, Logger: quiet}}
 }
 
+// config is a consumer's Config and its processor's.
+type config struct {
+	amqp.Config
+	Inbox txinbox.Config[pgx.Tx]
+}
+
+// newConsumer builds the processor of cfg over d, then the consumer.
+func newConsumer(t testing.TB, d store.Driver[pgx.Tx], cfg config) (*amqp.Consumer, error) {
+	return amqp.New(runtest.Processor(t, d, cfg.Inbox), cfg.Config)
+}
+
 // run runs a consumer until done holds for its stats.
-func (f *queueFixture) run(cfg amqp.Config[pgx.Tx], done func(amqp.Stats) bool) amqp.Stats {
+func (f *queueFixture) run(cfg config, done func(amqp.Stats) bool) amqp.Stats {
 	f.t.Helper()
-	c, err := amqp.New(f.driver, cfg)
+	c, err := newConsumer(f.t, f.driver, cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -9,29 +9,23 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // handle processes one batch and settles its deliveries: acks after the
 // commit (one multiple-ack when all may be acked and nothing earlier is
 // held), a held requeue for a Retry or a failed batch.
-func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.Delivery) {
+func (c *Consumer) handle(ctx context.Context, s *session, batch []amqp091.Delivery) {
 	in := make([]*txinbox.Message, len(batch))
 	for i := range batch {
 		in[i] = c.message(&batch[i])
 	}
-	res, err := c.proc.Process(ctx, in)
-	res, failures := c.stats.batches.Done(res, len(batch), err)
-	c.excused.Record(in, res)
-	var failDelay time.Duration
-	if err != nil {
-		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
-		if ctx.Err() == nil {
-			c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
-				"queue", c.cfg.Queue, "messages", len(batch), "failures", failures, "err", err)
-		}
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
+	if o.Err != nil && ctx.Err() == nil {
+		c.cfg.Logger.ErrorContext(ctx, "amqp: batch not committed; its deliveries are requeued",
+			"queue", c.cfg.Queue, "messages", len(batch), "failures", o.Failures, "err", o.Err)
 	}
-	if err == nil && c.ackAll(ctx, s, batch, in, res) {
+	res, failDelay := o.Results, o.FailDelay
+	if o.Err == nil && c.ackAll(ctx, s, batch, in, res) {
 		return
 	}
 	for i := range batch {
@@ -42,7 +36,7 @@ func (c *Consumer[TTx]) handle(ctx context.Context, s *session, batch []amqp091.
 // ackAll acks the whole batch with one multiple-ack when every outcome may
 // be acked, no dead letter is to be published and nothing is held; it
 // reports whether it did.
-func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.Delivery, in []*txinbox.Message, res []txinbox.Result) bool {
+func (c *Consumer) ackAll(ctx context.Context, s *session, batch []amqp091.Delivery, in []*txinbox.Message, res []txinbox.Result) bool {
 	for _, r := range res {
 		if !r.Outcome.Ack() || (r.Outcome == txinbox.DeadLettered && c.cfg.DeadLetterExchange != "") {
 			return false
@@ -56,7 +50,7 @@ func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.
 	}
 	start := time.Now()
 	err := s.ch.Ack(batch[len(batch)-1].DeliveryTag, true)
-	runner.ReportAck(ctx, c.proc, c.cfg.Queue, len(batch), start, err)
+	c.base.ReportAck(ctx, c.cfg.Queue, len(batch), start, err)
 	if err != nil {
 		c.ackFailed(ctx, in[0], err)
 		return true
@@ -67,7 +61,7 @@ func (c *Consumer[TTx]) ackAll(ctx context.Context, s *session, batch []amqp091.
 }
 
 // settle acks, dead-letters or holds one delivery after its batch.
-func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
+func (c *Consumer) settle(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
 	switch {
 	case res.Outcome == 0:
 		c.hold(s, d, failDelay)
@@ -84,7 +78,7 @@ func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Deliv
 	}
 	start := time.Now()
 	err := d.Ack(false)
-	runner.ReportAck(ctx, c.proc, c.cfg.Queue, 1, start, err)
+	c.base.ReportAck(ctx, c.cfg.Queue, 1, start, err)
 	if err != nil {
 		c.ackFailed(ctx, msg, err)
 		return
@@ -94,7 +88,7 @@ func (c *Consumer[TTx]) settle(ctx context.Context, s *session, d *amqp091.Deliv
 
 // ackFailed notes an ack lost with its channel: the broker requeues the
 // delivery, and the inbox finds it committed.
-func (c *Consumer[TTx]) ackFailed(ctx context.Context, msg *txinbox.Message, err error) {
+func (c *Consumer) ackFailed(ctx context.Context, msg *txinbox.Message, err error) {
 	c.stats.ackErrors.Add(1)
 	c.cfg.Logger.DebugContext(ctx, "amqp: ack failed; the delivery comes back as a duplicate", "id", msg.ID, "err", err)
 }
@@ -102,7 +96,7 @@ func (c *Consumer[TTx]) ackFailed(ctx context.Context, msg *txinbox.Message, err
 // hold keeps a delivery unacked for delay, then nacks it with requeue
 // (RabbitMQ has no delayed requeue). If the channel closes first, the
 // broker requeues it.
-func (c *Consumer[TTx]) hold(s *session, d *amqp091.Delivery, delay time.Duration) {
+func (c *Consumer) hold(s *session, d *amqp091.Delivery, delay time.Duration) {
 	c.stats.requeued.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +114,7 @@ func (c *Consumer[TTx]) hold(s *session, d *amqp091.Delivery, delay time.Duratio
 
 // publishDeadLetter copies a dead-lettered delivery to DeadLetterExchange
 // and waits for the broker's confirm.
-func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, cause error) error {
+func (c *Consumer) publishDeadLetter(ctx context.Context, s *session, d *amqp091.Delivery, msg *txinbox.Message, cause error) error {
 	reason := "dead-lettered"
 	if cause != nil {
 		reason = cause.Error()
@@ -154,7 +148,7 @@ func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, s *session, d *am
 }
 
 // message turns a delivery into the inbox's message.
-func (c *Consumer[TTx]) message(d *amqp091.Delivery) *txinbox.Message {
+func (c *Consumer) message(d *amqp091.Delivery) *txinbox.Message {
 	id := c.cfg.Key(d)
 	if id == "" && c.cfg.ContentKey != nil {
 		id = c.cfg.ContentKey(d)
@@ -166,7 +160,9 @@ func (c *Consumer[TTx]) message(d *amqp091.Delivery) *txinbox.Message {
 	for k, v := range d.Headers {
 		m.Headers = append(m.Headers, txinbox.Header{Key: k, Value: fmt.Sprint(v)})
 	}
-	m.Headers = append(m.Headers, txinbox.Header{Key: DeliveryCountHeader, Value: strconv.Itoa(deliveryCount(d))})
+	n := deliveryCount(d)
+	m.Headers = append(m.Headers, txinbox.Header{Key: DeliveryCountHeader, Value: strconv.Itoa(n)})
+	c.base.Guard(m, n)
 	return m
 }
 

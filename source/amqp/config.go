@@ -39,7 +39,7 @@ func HeaderKey(name string) KeyFunc {
 }
 
 // Config configures a Consumer.
-type Config[TTx any] struct {
+type Config struct {
 	// URL is the broker, "amqp://user:pass@host:5672/vhost". Required.
 	URL string
 	// Queue is the queue consumed. Required.
@@ -47,25 +47,22 @@ type Config[TTx any] struct {
 	// Setup declares the topology (queues, exchanges, bindings) on each
 	// new channel, before consuming. Defaults to nil: Queue must exist.
 	Setup func(ch *amqp091.Channel) error
-	// Inbox configures the processor. Handler or BatchHandler is
-	// required. Inbox.Scope defaults to Queue.
-	Inbox txinbox.Config[TTx]
 	// Key gives each delivery's id. Defaults to MessageIDKey.
 	Key KeyFunc
 	// ContentKey gives the id of a delivery that Key gives none, from its
 	// content (an EDI interchange reference, say). Defaults to nil: such
 	// a delivery is dead-lettered with the reason "no message id".
 	ContentKey KeyFunc
-	// Prefetch is the channel's prefetch count. Defaults to 2 ×
-	// Inbox.MaxBatchSize (200), so that the next batch is on its way
-	// while one commits.
+	// Prefetch is the channel's prefetch count. Defaults to 2 × the
+	// processor's MaxBatchSize (200), so that the next batch is on its
+	// way while one commits.
 	Prefetch int
 	// Linger is how long to wait for more deliveries once a batch has
 	// its first. Defaults to 5ms.
 	Linger time.Duration
 	// MaxDeliveries dead-letters a delivery whose delivery count is
 	// higher, without running the handler. Only quorum queues count
-	// exactly. Defaults to 2 × Inbox.MaxAttempts (20).
+	// exactly. Defaults to 2 × the processor's MaxAttempts (20).
 	MaxDeliveries int
 	// DeadLetterExchange, when set, receives a copy of every
 	// dead-lettered message (published with a publisher confirm after
@@ -88,17 +85,6 @@ type Config[TTx any] struct {
 	Logger *slog.Logger
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("amqp: Config.%s: %s", e.Field, e.Msg)
-}
-
 // DefaultErrorBackoff waits 100ms after the first failure, doubling up to
 // 30s.
 func DefaultErrorBackoff(failures int) time.Duration {
@@ -111,17 +97,13 @@ func DefaultErrorBackoff(failures int) time.Duration {
 	return min(100*time.Millisecond<<(failures-1), 30*time.Second)
 }
 
-func (c Config[TTx]) withDefaults() Config[TTx] {
-	if c.Inbox.Scope == "" {
-		c.Inbox.Scope = c.Queue
-	}
-	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
-		Logger: &c.Logger}.Defaults(DefaultErrorBackoff)
+func (c Config) withDefaults(s txinbox.Settings) Config {
+	c.common().Defaults(s, DefaultErrorBackoff)
 	if c.Key == nil {
 		c.Key = MessageIDKey
 	}
 	if c.Prefetch == 0 {
-		c.Prefetch = 2 * c.Inbox.MaxBatchSize
+		c.Prefetch = 2 * s.MaxBatchSize
 	}
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Millisecond
@@ -135,20 +117,15 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	return c
 }
 
-func (c Config[TTx]) validate() error {
-	switch {
-	case c.URL == "":
-		return &ConfigError{"URL", "required"}
-	case c.Queue == "":
-		return &ConfigError{"Queue", "required"}
-	case c.Prefetch < c.Inbox.MaxBatchSize:
-		return &ConfigError{"Prefetch", fmt.Sprintf("must be at least Inbox.MaxBatchSize (%d)", c.Inbox.MaxBatchSize)}
-	case c.Linger < 0:
-		return &ConfigError{"Linger", "must not be negative"}
-	case c.MaxDeliveries < 1:
-		return &ConfigError{"MaxDeliveries", "must be at least 1"}
-	case c.Heartbeat < time.Second:
-		return &ConfigError{"Heartbeat", "must be at least 1s"}
-	}
-	return nil
+func (c *Config) common() runner.Common {
+	return runner.Common{MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff, Logger: &c.Logger}
+}
+
+func (c Config) validate(s txinbox.Settings, v *runner.Checks) {
+	v.Require(c.URL != "", "URL", "required")
+	v.Require(c.Queue != "", "Queue", "required")
+	v.Require(c.Prefetch >= s.MaxBatchSize, "Prefetch", fmt.Sprintf("must be at least the processor's MaxBatchSize (%d)", s.MaxBatchSize))
+	v.Require(c.Linger >= 0, "Linger", "must not be negative")
+	c.common().Check(v)
+	v.Require(c.Heartbeat >= time.Second, "Heartbeat", "must be at least 1s")
 }

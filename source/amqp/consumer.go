@@ -10,57 +10,54 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/internal/runner"
-	"github.com/txinbox/txinbox/store"
 )
 
 // Consumer consumes a RabbitMQ queue with manual acks and processes every
 // delivery through a txinbox.Processor: exactly-once effects in the
 // database, acks sent only after their batch committed. Several Consumers
 // (in one process or many) may share a queue.
-type Consumer[TTx any] struct {
-	cfg  Config[TTx]
-	proc *txinbox.Processor[TTx]
-	// excused are the deliveries the delivery-count guard does not
-	// count: those of batches that failed as a whole.
-	excused *deliveries.Excuses
-	running runner.Once
+type Consumer struct {
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base *runner.Base
 	// connected is true while a session consumes.
 	connected atomic.Bool
-	stats     stats
+	// depth is Lag's connection.
+	depth depth
+	stats stats
 }
 
-// New returns a Consumer that stores its inbox through driver. It does not
-// connect: Run does.
-func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	proc, excused, err := runner.NewProcessor("amqp", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
+// New returns a Consumer that hands its deliveries to proc, a processor
+// built with txinbox.NewProcessor (its Scope names the inbox scope, e.g.
+// the queue). It does not connect: Run does.
+func New(proc source.Processor, cfg Config) (*Consumer, error) {
+	cfg, err := runner.Configure("amqp", proc, cfg, Config.withDefaults, Config.validate)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc, excused: excused}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("amqp", proc, cfg.MaxDeliveries, "delivered")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Connected reports whether Run holds a connection and channel that
 // consume the queue (a readiness probe).
-func (c *Consumer[TTx]) Connected() bool { return c.connected.Load() }
+func (c *Consumer) Connected() bool { return c.connected.Load() }
 
 // Run dials the broker, consumes and processes deliveries until ctx is
 // done, then closes the connection (the broker requeues what was not
 // acked) and returns nil. A lost connection or channel is dialed again
 // after ErrorBackoff. Run may be called once.
-func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if err := c.running.Start("amqp"); err != nil {
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
+	c.depth.setKeep(true)
+	defer c.depth.setKeep(false)
 	runner.Reconnect(ctx, c.cfg.ErrorBackoff, c.session, func(failures int, err error) {
 		c.stats.reconnects.Add(1)
 		c.cfg.Logger.WarnContext(ctx, "amqp: connection lost; dialing again", "queue", c.cfg.Queue,
@@ -84,7 +81,7 @@ type session struct {
 
 // session dials, consumes until the channel closes or ctx is done, and
 // reports whether it processed any batch.
-func (c *Consumer[TTx]) session(ctx context.Context) (consumed bool, err error) {
+func (c *Consumer) session(ctx context.Context) (consumed bool, err error) {
 	s, deliveries, err := c.open()
 	if err != nil {
 		return false, err
@@ -107,7 +104,7 @@ func (c *Consumer[TTx]) session(ctx context.Context) (consumed bool, err error) 
 	}
 }
 
-func (c *Consumer[TTx]) open() (*session, <-chan amqp091.Delivery, error) {
+func (c *Consumer) open() (*session, <-chan amqp091.Delivery, error) {
 	conn, err := amqp091.DialConfig(c.cfg.URL, amqp091.Config{Heartbeat: c.cfg.Heartbeat, Locale: "en_US",
 		Dial: amqp091.DefaultDial(10 * time.Second)})
 	if err != nil {
@@ -122,7 +119,7 @@ func (c *Consumer[TTx]) open() (*session, <-chan amqp091.Delivery, error) {
 	return s, deliveries, nil
 }
 
-func (c *Consumer[TTx]) consume(s *session) (<-chan amqp091.Delivery, error) {
+func (c *Consumer) consume(s *session) (<-chan amqp091.Delivery, error) {
 	var err error
 	if s.ch, err = s.conn.Channel(); err != nil {
 		return nil, fmt.Errorf("opening a channel: %w", err)
@@ -161,7 +158,7 @@ func (s *session) close() {
 
 // nextBatch waits for a first delivery, then takes more for up to Linger
 // until the batch is full. open is false once the channel closed.
-func (c *Consumer[TTx]) nextBatch(ctx context.Context, deliveries <-chan amqp091.Delivery) (batch []amqp091.Delivery, open bool) {
+func (c *Consumer) nextBatch(ctx context.Context, deliveries <-chan amqp091.Delivery) (batch []amqp091.Delivery, open bool) {
 	select {
 	case d, ok := <-deliveries:
 		if !ok {
@@ -173,7 +170,7 @@ func (c *Consumer[TTx]) nextBatch(ctx context.Context, deliveries <-chan amqp091
 	}
 	linger := time.NewTimer(c.cfg.Linger)
 	defer linger.Stop()
-	for len(batch) < c.cfg.Inbox.MaxBatchSize {
+	for len(batch) < c.base.Batch {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {

@@ -2,15 +2,17 @@
 // with manual acks whose deliveries are handed to a txinbox.Processor in
 // batches and acked only after the batch's database transaction committed.
 //
-//	c, err := amqp.New(driver, amqp.Config[pgx.Tx]{
+//	proc, err := txinbox.NewProcessor(driver, txinbox.Config[pgx.Tx]{
+//		Scope: "invoices",
+//		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+//			_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
+//			return err
+//		},
+//	})
+//	if err != nil { ... }
+//	c, err := amqp.New(proc, amqp.Config{
 //		URL:   "amqp://guest:guest@127.0.0.1:5672/",
 //		Queue: "invoices",
-//		Inbox: txinbox.Config[pgx.Tx]{
-//			Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-//				_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
-//				return err
-//			},
-//		},
 //	})
 //	if err != nil { ... }
 //	err = c.Run(ctx) // until ctx is done
@@ -27,5 +29,6 @@
 // header "txinbox-delivery-count" and bounds the attempts (MaxDeliveries).
 // A lost connection or channel is dialed again with backoff; the broker
 // requeues what was not acked, and the inbox finds what had committed. See
-// docs/sources.md.
+// docs/sources.md; Ready and Lag (source.Readier, source.Lagger) answer a
+// service's readiness and lag checks.
 package amqp

@@ -26,18 +26,22 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := amqp.New(driver, amqp.Config[pgx.Tx]{
+	proc, err := txinbox.NewProcessor(driver, txinbox.Config[pgx.Tx]{
+		Scope: "invoices",
+		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			_, err := tx.Exec(ctx, `INSERT INTO partner_invoices (message_id, body) VALUES ($1, $2)`, m.ID, m.Payload)
+			return err
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := amqp.New(proc, amqp.Config{
 		URL:   "amqp://guest:guest@rabbit:5672/",
 		Queue: "invoices",
 		Setup: func(ch *amqp091.Channel) error {
 			_, err := ch.QueueDeclare("invoices", true, false, false, false, amqp091.Table{"x-queue-type": "quorum"})
 			return err
-		},
-		Inbox: txinbox.Config[pgx.Tx]{
-			Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-				_, err := tx.Exec(ctx, `INSERT INTO partner_invoices (message_id, body) VALUES ($1, $2)`, m.ID, m.Payload)
-				return err
-			},
 		},
 		DeadLetterExchange: "invoices.dlx",
 	})

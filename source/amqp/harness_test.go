@@ -190,8 +190,12 @@ const idHeader = "message-id"
 // Consume keys on message_id, or on the idHeader header when it is set.
 func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
 	header := amqp.HeaderKey(idHeader)
-	c, err := amqp.New(d, amqp.Config[pgx.Tx]{
-		URL: b.URL, Queue: b.Queue, Inbox: inbox, DeadLetterExchange: b.dlx(),
+	proc, err := txinbox.NewProcessor(d, inbox)
+	if err != nil {
+		return err
+	}
+	c, err := amqp.New(proc, amqp.Config{
+		URL: b.URL, Queue: b.Queue, DeadLetterExchange: b.dlx(),
 		Key: func(d *amqp091.Delivery) string {
 			if id := header(d); id != "" {
 				return id

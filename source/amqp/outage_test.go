@@ -7,7 +7,6 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/internal/runtest"
 )
 
@@ -31,7 +30,7 @@ func TestCatchesUpSoonAfterADatabaseOutage(t *testing.T) {
 	f.publish(ps...)
 	cfg := f.config()
 	cfg.Inbox.MaxBatchSize = 20
-	c, err := amqp.New(o.Driver, cfg)
+	c, err := newConsumer(t, o.Driver, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,19 +3,13 @@ package amqp
 import (
 	"sync/atomic"
 
-	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/runner"
+	"github.com/txinbox/txinbox/source"
 )
 
 // Stats counts what a Consumer did since it was created.
 type Stats struct {
-	// Processed, Duplicates, Drift, DeadLettered and Retries count the
-	// deliveries by outcome (a message retried twice counts twice).
-	Processed    int64
-	Duplicates   int64
-	Drift        int64
-	DeadLettered int64
-	Retries      int64
+	// Outcomes counts the outcomes and the batch errors.
+	source.Outcomes
 	// Acked counts deliveries acked; MultipleAcks the batches acked with
 	// one multiple-ack; AckErrors acks lost with their channel (the
 	// delivery comes back as a duplicate).
@@ -24,8 +18,6 @@ type Stats struct {
 	AckErrors    int64
 	// Requeued counts deliveries held, then nacked with requeue.
 	Requeued int64
-	// BatchErrors counts batch transactions that did not commit.
-	BatchErrors int64
 	// Reconnects counts connections dialed again after a loss.
 	Reconnects int64
 	// DeadLettersPublished counts copies sent to DeadLetterExchange.
@@ -33,7 +25,6 @@ type Stats struct {
 }
 
 type stats struct {
-	batches              runner.Batches
 	acked                atomic.Int64
 	multipleAcks         atomic.Int64
 	ackErrors            atomic.Int64
@@ -43,19 +34,14 @@ type stats struct {
 }
 
 // Stats returns a snapshot of the consumer's counters.
-func (c *Consumer[TTx]) Stats() Stats {
+func (c *Consumer) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Processed:            s.batches.Outcomes.Load(txinbox.Processed),
-		Duplicates:           s.batches.Outcomes.Load(txinbox.Duplicate),
-		Drift:                s.batches.Outcomes.Load(txinbox.Drift),
-		DeadLettered:         s.batches.Outcomes.Load(txinbox.DeadLettered),
-		Retries:              s.batches.Outcomes.Load(txinbox.Retry),
+		Outcomes:             c.base.Outcomes(),
 		Acked:                s.acked.Load(),
 		MultipleAcks:         s.multipleAcks.Load(),
 		AckErrors:            s.ackErrors.Load(),
 		Requeued:             s.requeued.Load(),
-		BatchErrors:          s.batches.Errors.Load(),
 		Reconnects:           s.reconnects.Load(),
 		DeadLettersPublished: s.deadLettersPublished.Load(),
 	}

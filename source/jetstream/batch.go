@@ -2,8 +2,8 @@ package jetstream
 
 import (
 	"context"
+	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,31 +16,26 @@ import (
 // handle processes one batch and settles each message: ack after the
 // commit for what may be acked, a delayed nak for a Retry or for a batch
 // whose transaction failed.
-func (c *Consumer[TTx]) handle(ctx context.Context, msgs []natsjs.Msg) {
+func (c *Consumer) handle(ctx context.Context, msgs []natsjs.Msg) {
 	in := make([]*txinbox.Message, len(msgs))
 	for i, m := range msgs {
 		in[i] = c.message(m)
 	}
 	stop := c.keepAlive(msgs)
-	res, err := c.proc.Process(ctx, in)
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
 	stop()
-	res, failures := c.stats.batches.Done(res, len(msgs), err)
-	c.excused.Record(in, res)
-	var failDelay time.Duration
-	if err != nil {
-		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
-		if ctx.Err() == nil {
-			c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
-				"stream", c.cfg.Stream, "messages", len(msgs), "failures", failures, "err", err)
-		}
+	if o.Err != nil && ctx.Err() == nil {
+		c.cfg.Logger.ErrorContext(ctx, "jetstream: batch not committed; its messages are redelivered",
+			"stream", c.cfg.Stream, "messages", len(msgs), "failures", o.Failures, "err", o.Err)
 	}
+	res, failDelay := o.Results, o.FailDelay
 	for i, m := range msgs {
 		c.settle(ctx, m, in[i], res[i], failDelay)
 	}
 }
 
 // settle acks, dead-letters or naks one message after its batch.
-func (c *Consumer[TTx]) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
+func (c *Consumer) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, res txinbox.Result, failDelay time.Duration) {
 	var err error
 	switch {
 	case res.Outcome == 0:
@@ -67,16 +62,16 @@ func (c *Consumer[TTx]) settle(ctx context.Context, m natsjs.Msg, msg *txinbox.M
 }
 
 // ack acks one message and reports it to the inbox's AckHooks.
-func (c *Consumer[TTx]) ack(ctx context.Context, m natsjs.Msg) error {
+func (c *Consumer) ack(ctx context.Context, m natsjs.Msg) error {
 	start := time.Now()
 	err := m.Ack()
-	runner.ReportAck(ctx, c.proc, c.cfg.Stream, 1, start, err)
+	c.base.ReportAck(ctx, c.cfg.Stream, 1, start, err)
 	return err
 }
 
 // publishDeadLetter copies a dead-lettered message to DeadLetterSubject and
 // waits for JetStream to store it.
-func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, cause error) error {
+func (c *Consumer) publishDeadLetter(ctx context.Context, m natsjs.Msg, msg *txinbox.Message, cause error) error {
 	reason := "dead-lettered"
 	if cause != nil {
 		reason = cause.Error()
@@ -100,14 +95,14 @@ func (c *Consumer[TTx]) publishDeadLetter(ctx context.Context, m natsjs.Msg, msg
 }
 
 // message turns a delivery into the inbox's message.
-func (c *Consumer[TTx]) message(m natsjs.Msg) *txinbox.Message {
+func (c *Consumer) message(m natsjs.Msg) *txinbox.Message {
 	var delivered uint64
 	pos := ""
 	if md, err := m.Metadata(); err == nil {
 		delivered = md.NumDelivered
 		pos = strconv.FormatUint(md.Sequence.Stream, 10)
 	}
-	return &txinbox.Message{
+	out := &txinbox.Message{
 		ID:             c.cfg.Key(m),
 		Source:         c.cfg.Stream,
 		SourcePosition: pos,
@@ -115,30 +110,17 @@ func (c *Consumer[TTx]) message(m natsjs.Msg) *txinbox.Message {
 		Payload:        m.Data(),
 		Headers:        headersOf(m, delivered),
 	}
+	c.base.Guard(out, int(min(delivered, math.MaxInt32)))
+	return out
 }
 
 // keepAlive tells JetStream every AckWait/3 that the batch's messages are
 // still being worked on, until the returned stop is called.
-func (c *Consumer[TTx]) keepAlive(msgs []natsjs.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(c.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				for _, m := range msgs {
-					m.InProgress() //nolint:errcheck // a lost renewal costs a redelivery at worst
-				}
-				c.stats.inProgress.Add(int64(len(msgs)))
-			}
+func (c *Consumer) keepAlive(msgs []natsjs.Msg) (stop func()) {
+	return runner.Every(c.cfg.AckWait/3, func() {
+		for _, m := range msgs {
+			m.InProgress() //nolint:errcheck // a lost renewal costs a redelivery at worst
 		}
+		c.stats.inProgress.Add(int64(len(msgs)))
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

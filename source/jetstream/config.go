@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -52,7 +51,7 @@ func HeaderKey(name string) KeyFunc {
 }
 
 // Config configures a Consumer.
-type Config[TTx any] struct {
+type Config struct {
 	// URL is the NATS server URL, or several separated by commas.
 	// Required unless Conn is set.
 	URL string
@@ -72,10 +71,6 @@ type Config[TTx any] struct {
 	// FilterSubjects narrow the consumer to these subjects. Defaults to
 	// every subject of the stream.
 	FilterSubjects []string
-	// Inbox configures the processor. Handler or BatchHandler is
-	// required. Inbox.Scope defaults to Consumer; Inbox.MaxBatchSize
-	// (default 100) is also the consumer's pull batch.
-	Inbox txinbox.Config[TTx]
 	// Key gives each message's id. Defaults to MsgIDKey.
 	Key KeyFunc
 	// AckWait is how long JetStream waits for an ack before it
@@ -86,7 +81,8 @@ type Config[TTx any] struct {
 	// first. Defaults to 5ms.
 	Linger time.Duration
 	// MaxDeliveries dead-letters a message delivered more often, without
-	// running the handler. Defaults to 2 × Inbox.MaxAttempts (20).
+	// running the handler. Defaults to 2 × the processor's MaxAttempts
+	// (20).
 	MaxDeliveries int
 	// DeadLetterSubject, when set, receives a copy of every dead-lettered
 	// message (published to JetStream after the dead letter committed,
@@ -102,23 +98,8 @@ type Config[TTx any] struct {
 	Logger *slog.Logger
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("jetstream: Config.%s: %s", e.Field, e.Msg)
-}
-
-func (c Config[TTx]) withDefaults() Config[TTx] {
-	if c.Inbox.Scope == "" {
-		c.Inbox.Scope = c.Consumer
-	}
-	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
-		Logger: &c.Logger}.Defaults(txinbox.DefaultBackoff)
+func (c Config) withDefaults(s txinbox.Settings) Config {
+	c.common().Defaults(s, txinbox.DefaultBackoff)
 	if c.Key == nil {
 		c.Key = MsgIDKey
 	}
@@ -131,20 +112,15 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	return c
 }
 
-func (c Config[TTx]) validate() error {
-	switch {
-	case c.URL == "" && c.Conn == nil:
-		return &ConfigError{"URL", "required unless Conn is set"}
-	case c.Stream == "":
-		return &ConfigError{"Stream", "required"}
-	case c.Consumer == "":
-		return &ConfigError{"Consumer", "required"}
-	case c.AckWait < time.Second:
-		return &ConfigError{"AckWait", "must be at least 1s"}
-	case c.Linger < 0:
-		return &ConfigError{"Linger", "must not be negative"}
-	case c.MaxDeliveries < 1:
-		return &ConfigError{"MaxDeliveries", "must be at least 1"}
-	}
-	return nil
+func (c *Config) common() runner.Common {
+	return runner.Common{MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff, Logger: &c.Logger}
+}
+
+func (c Config) validate(_ txinbox.Settings, v *runner.Checks) {
+	v.Require(c.URL != "" || c.Conn != nil, "URL", "required unless Conn is set")
+	v.Require(c.Stream != "", "Stream", "required")
+	v.Require(c.Consumer != "", "Consumer", "required")
+	v.Require(c.AckWait >= time.Second, "AckWait", "must be at least 1s")
+	v.Require(c.Linger >= 0, "Linger", "must not be negative")
+	c.common().Check(v)
 }

@@ -5,55 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/internal/runner"
-	"github.com/txinbox/txinbox/store"
 )
 
 // Consumer consumes a JetStream stream through a durable pull consumer and
 // processes every message through a txinbox.Processor: exactly-once effects
 // in the database, acks sent only after their batch committed.
-type Consumer[TTx any] struct {
-	cfg  Config[TTx]
-	proc *txinbox.Processor[TTx]
-	// excused are the deliveries the delivery-count guard does not
-	// count: those of batches that failed as a whole.
-	excused *deliveries.Excuses
-	running runner.Once
-	js      natsjs.JetStream // Run's, for dead letters
-	stats   stats
+type Consumer struct {
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base *runner.Base
+	// nc is Run's connection (Config.Conn or its own), for Ready and Lag.
+	nc    atomic.Pointer[nats.Conn]
+	js    natsjs.JetStream // Run's, for dead letters
+	stats stats
 }
 
-// New returns a Consumer that stores its inbox through driver. It does not
-// connect: Run does.
-func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	proc, excused, err := runner.NewProcessor("jetstream", driver, &cfg.Inbox, DeliveryCountHeader, "delivered", cfg.MaxDeliveries)
+// New returns a Consumer that hands its messages to proc, a processor
+// built with txinbox.NewProcessor (its Scope names the inbox scope, e.g.
+// the consumer). It does not connect: Run does.
+func New(proc source.Processor, cfg Config) (*Consumer, error) {
+	cfg, err := runner.Configure("jetstream", proc, cfg, Config.withDefaults, Config.validate)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc, excused: excused}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("jetstream", proc, cfg.MaxDeliveries, "delivered")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Run connects (unless Config.Conn is set), creates or updates the durable
 // consumer and processes messages until ctx is done; then it flushes the
 // acks sent and returns nil. A broken subscription is opened again after
 // ErrorBackoff; the connection reconnects by itself. Run returns an error
 // only when it cannot connect at first. Run may be called once.
-func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if err := c.running.Start("jetstream"); err != nil {
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
 	nc := c.cfg.Conn
@@ -78,6 +75,8 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	c.js = js
+	c.nc.Store(nc)
+	defer c.nc.Store(nil)
 	runner.Reconnect(ctx, c.cfg.ErrorBackoff, c.consume, func(_ int, err error) {
 		c.cfg.Logger.WarnContext(ctx, "jetstream: subscription broken; opening it again", "stream", c.cfg.Stream,
 			"consumer", c.cfg.Consumer, "err", err)
@@ -88,12 +87,12 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 
 // consume opens a subscription and processes batches until ctx is done or
 // the subscription breaks, and reports whether it processed any batch.
-func (c *Consumer[TTx]) consume(ctx context.Context) (consumed bool, err error) {
+func (c *Consumer) consume(ctx context.Context) (consumed bool, err error) {
 	cons, err := c.js.CreateOrUpdateConsumer(ctx, c.cfg.Stream, c.consumerConfig())
 	if err != nil {
 		return false, fmt.Errorf("creating consumer %s on stream %s: %w", c.cfg.Consumer, c.cfg.Stream, err)
 	}
-	it, err := cons.Messages(natsjs.PullMaxMessages(c.cfg.Inbox.MaxBatchSize))
+	it, err := cons.Messages(natsjs.PullMaxMessages(c.base.Batch))
 	if err != nil {
 		return false, err
 	}
@@ -113,27 +112,27 @@ func (c *Consumer[TTx]) consume(ctx context.Context) (consumed bool, err error) 
 	}
 }
 
-func (c *Consumer[TTx]) consumerConfig() natsjs.ConsumerConfig {
+func (c *Consumer) consumerConfig() natsjs.ConsumerConfig {
 	return natsjs.ConsumerConfig{
 		Durable:        c.cfg.Consumer,
 		AckPolicy:      natsjs.AckExplicitPolicy,
 		AckWait:        c.cfg.AckWait,
 		MaxDeliver:     -1, // the source dead-letters (MaxDeliveries), with the reason stored
-		MaxAckPending:  max(1000, 2*c.cfg.Inbox.MaxBatchSize),
+		MaxAckPending:  max(1000, 2*c.base.Batch),
 		FilterSubjects: c.cfg.FilterSubjects,
 	}
 }
 
 // nextBatch waits for a first message, then takes more for up to Linger
 // until the batch is full.
-func (c *Consumer[TTx]) nextBatch(ctx context.Context, it natsjs.MessagesContext) ([]natsjs.Msg, error) {
+func (c *Consumer) nextBatch(ctx context.Context, it natsjs.MessagesContext) ([]natsjs.Msg, error) {
 	first, err := it.Next()
 	if err != nil {
 		return nil, err
 	}
 	msgs := []natsjs.Msg{first}
 	deadline := time.Now().Add(c.cfg.Linger)
-	for len(msgs) < c.cfg.Inbox.MaxBatchSize && ctx.Err() == nil {
+	for len(msgs) < c.base.Batch && ctx.Err() == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break

@@ -3,16 +3,18 @@
 // and acked explicitly, one by one, only after the batch's database
 // transaction committed.
 //
-//	c, err := jetstream.New(driver, jetstream.Config[pgx.Tx]{
+//	proc, err := txinbox.NewProcessor(driver, txinbox.Config[pgx.Tx]{
+//		Scope: "edi-invoicer",
+//		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+//			_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
+//			return err
+//		},
+//	})
+//	if err != nil { ... }
+//	c, err := jetstream.New(proc, jetstream.Config{
 //		URL:      "nats://127.0.0.1:4222",
 //		Stream:   "INVOICES",
 //		Consumer: "edi-invoicer",
-//		Inbox: txinbox.Config[pgx.Tx]{
-//			Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-//				_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
-//				return err
-//			},
-//		},
 //	})
 //	if err != nil { ... }
 //	err = c.Run(ctx) // until ctx is done
@@ -26,5 +28,6 @@
 // handler in the header "txinbox-delivery-count" and bounds the attempts:
 // a message delivered more than MaxDeliveries times (a consumer that
 // crashes on it never records a failure) is dead-lettered. See
-// docs/sources.md.
+// docs/sources.md; Ready and Lag (source.Readier, source.Lagger) answer a
+// service's readiness and lag checks.
 package jetstream

@@ -50,14 +50,18 @@ func Example() {
 	srv.ReadyForConnections(10 * time.Second)
 	publish(ctx, srv.ClientURL())
 
-	c, err := jetstream.New(driver, jetstream.Config[*sql.Tx]{
-		URL: srv.ClientURL(), Stream: "INVOICES", Consumer: "edi-invoicer", Key: jetstream.HeaderKey("message-id"),
-		Inbox: txinbox.Config[*sql.Tx]{
-			Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
-				_, err := tx.ExecContext(ctx, `INSERT INTO partner_invoices VALUES (?, ?)`, m.ID, string(m.Payload))
-				return err
-			},
+	proc, err := txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
+		Scope: "edi-invoicer",
+		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO partner_invoices VALUES (?, ?)`, m.ID, string(m.Payload))
+			return err
 		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := jetstream.New(proc, jetstream.Config{
+		URL: srv.ClientURL(), Stream: "INVOICES", Consumer: "edi-invoicer", Key: jetstream.HeaderKey("message-id"),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -157,10 +157,13 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 // Consume keys on the Nats-Msg-Id header only, so that a message without
 // it is dead-lettered as the suite expects.
 func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
-	c, err := jetstream.New(d, jetstream.Config[pgx.Tx]{
+	proc, err := txinbox.NewProcessor(d, inbox)
+	if err != nil {
+		return err
+	}
+	c, err := jetstream.New(proc, jetstream.Config{
 		URL: b.URL, Stream: b.Stream, Consumer: b.Consumer, FilterSubjects: []string{b.Stream + ".invoices"},
 		Options:           []nats.Option{nats.ReconnectWait(50 * time.Millisecond)},
-		Inbox:             inbox,
 		Key:               jetstream.HeaderKey(jetstream.MsgIDHeader),
 		AckWait:           2 * time.Second,
 		DeadLetterSubject: b.Stream + ".dead",

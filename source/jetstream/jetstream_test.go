@@ -25,19 +25,20 @@ import (
 )
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	proc := runtest.ConfigProcessor(t)
 	for _, tc := range []struct {
-		cfg   jetstream.Config[pgx.Tx]
+		cfg   jetstream.Config
 		field string
 	}{
-		{jetstream.Config[pgx.Tx]{Stream: "S", Consumer: "c"}, "URL"},
-		{jetstream.Config[pgx.Tx]{URL: "nats://x", Consumer: "c"}, "Stream"},
-		{jetstream.Config[pgx.Tx]{URL: "nats://x", Stream: "S"}, "Consumer"},
-		{jetstream.Config[pgx.Tx]{URL: "nats://x", Stream: "S", Consumer: "c", AckWait: time.Millisecond}, "AckWait"},
-		{jetstream.Config[pgx.Tx]{URL: "nats://x", Stream: "S", Consumer: "c", Linger: -1}, "Linger"},
-		{jetstream.Config[pgx.Tx]{URL: "nats://x", Stream: "S", Consumer: "c", MaxDeliveries: -1}, "MaxDeliveries"},
+		{jetstream.Config{Stream: "S", Consumer: "c"}, "URL"},
+		{jetstream.Config{URL: "nats://x", Consumer: "c"}, "Stream"},
+		{jetstream.Config{URL: "nats://x", Stream: "S"}, "Consumer"},
+		{jetstream.Config{URL: "nats://x", Stream: "S", Consumer: "c", AckWait: time.Millisecond}, "AckWait"},
+		{jetstream.Config{URL: "nats://x", Stream: "S", Consumer: "c", Linger: -1}, "Linger"},
+		{jetstream.Config{URL: "nats://x", Stream: "S", Consumer: "c", MaxDeliveries: -1}, "MaxDeliveries"},
 	} {
-		_, err := jetstream.New[pgx.Tx](nil, tc.cfg)
-		var ce *jetstream.ConfigError
+		_, err := jetstream.New(proc, tc.cfg)
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("New(%+v) = %v, want a ConfigError on %s", tc.cfg, err, tc.field)
 		}
@@ -70,11 +71,22 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	return &streamFixture{t: t, b: b.(*broker), pool: pool, driver: d}
 }
 
-func (f *streamFixture) config(h txinbox.HandlerFunc[pgx.Tx]) jetstream.Config[pgx.Tx] {
+func (f *streamFixture) config(h txinbox.HandlerFunc[pgx.Tx]) config {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return jetstream.Config[pgx.Tx]{URL: "nats://" + f.b.Direct, Stream: f.b.Stream, Consumer: "test",
-		FilterSubjects: []string{f.b.Stream + ".invoices"}, Logger: quiet,
-		Inbox: txinbox.Config[pgx.Tx]{Handler: h, Logger: quiet}}
+	return config{Config: jetstream.Config{URL: "nats://" + f.b.Direct, Stream: f.b.Stream, Consumer: "test",
+		FilterSubjects: []string{f.b.Stream + ".invoices"}, Logger: quiet},
+		Inbox: txinbox.Config[pgx.Tx]{Scope: "test", Handler: h, Logger: quiet}}
+}
+
+// config is a consumer's Config and its processor's.
+type config struct {
+	jetstream.Config
+	Inbox txinbox.Config[pgx.Tx]
+}
+
+// newConsumer builds the processor of cfg over d, then the consumer.
+func newConsumer(t testing.TB, d store.Driver[pgx.Tx], cfg config) (*jetstream.Consumer, error) {
+	return jetstream.New(runtest.Processor(t, d, cfg.Inbox), cfg.Config)
 }
 
 func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
@@ -83,9 +95,9 @@ func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 }
 
 // run runs a consumer until done holds for its stats.
-func (f *streamFixture) run(cfg jetstream.Config[pgx.Tx], done func(jetstream.Stats) bool) jetstream.Stats {
+func (f *streamFixture) run(cfg config, done func(jetstream.Stats) bool) jetstream.Stats {
 	f.t.Helper()
-	c, err := jetstream.New(f.driver, cfg)
+	c, err := newConsumer(f.t, f.driver, cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/source/internal/runtest"
-	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/source/sourcetest"
 )
 
@@ -25,7 +24,7 @@ func TestCatchesUpSoonAfterADatabaseOutage(t *testing.T) {
 	f.b = b.(*broker)
 	cfg := f.config(insertEffect)
 	cfg.Inbox.MaxBatchSize = 20
-	c, err := jetstream.New(o.Driver, cfg)
+	c, err := newConsumer(t, o.Driver, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

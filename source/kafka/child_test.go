@@ -96,6 +96,7 @@ func runChild(specJSON string) error {
 		return err
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = spec.Schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = childAppName(spec.Schema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -111,7 +112,7 @@ func runChild(specJSON string) error {
 	if spec.OffsetKey {
 		kc.Key = kafka.OffsetKey
 	}
-	consumer, err := kafka.New(d, kc)
+	consumer, err := newConsumer(d, kc)
 	if err != nil {
 		return err
 	}
@@ -179,6 +180,25 @@ func (f *fixture) startChildSpec(spec childSpec) *child {
 }
 
 // kill SIGKILLs the child and waits for it to be gone.
+// childAppName is the application_name of a child's database sessions.
+func childAppName(schema string) string { return "kafka-child " + schema }
+
+// waitChildSessionsGone waits until the database has ended the sessions of
+// the fixture's SIGKILLed children: a COMMIT a child sent before it died
+// has then landed, and the effects are final.
+func (f *fixture) waitChildSessionsGone() {
+	f.t.Helper()
+	waitFor(f.t, 10*time.Second, "the killed child's database sessions gone", func() (bool, string) {
+		var n int
+		err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`,
+			childAppName(f.schema)).Scan(&n)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == 0, fmt.Sprintf("%d sessions", n)
+	})
+}
+
 func (ch *child) kill() {
 	ch.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it may be gone already
 	<-ch.done

@@ -9,16 +9,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
-// KeyFunc returns the inbox message id of a record. An empty id makes the
+// Key gives the inbox message id of a record. An empty id makes the
 // processor dead-letter the record (txinbox.ErrNoMessageID).
+type Key interface {
+	// ID returns the id of r.
+	ID(r *kgo.Record) string
+}
+
+// KeyFunc is a Key written as a function.
 type KeyFunc func(r *kgo.Record) string
+
+// ID returns f(r).
+func (f KeyFunc) ID(r *kgo.Record) string { return f(r) }
 
 // OffsetKey is the natural key of a record: "topic/partition/offset", e.g.
 // "invoices/3/1042". It catches redeliveries of the same record, not a
-// producer's re-send of the same event at a new offset.
-func OffsetKey(r *kgo.Record) string {
+// producer's re-send of the same event at a new offset. The consumer knows
+// it: records at or below their partition's watermark are acked as
+// duplicates without an inbox lookup.
+var OffsetKey Key = offsetKey{}
+
+type offsetKey struct{}
+
+func (offsetKey) ID(r *kgo.Record) string {
 	return r.Topic + "/" + strconv.FormatInt(int64(r.Partition), 10) + "/" + strconv.FormatInt(r.Offset, 10)
 }
 
@@ -38,21 +54,17 @@ func HeaderKey(name string) KeyFunc {
 }
 
 // Config configures a Consumer.
-type Config[TTx any] struct {
+type Config struct {
 	// Seeds are the bootstrap brokers, "host:port". Required.
 	Seeds []string
 	// Topics are the topics consumed. Required.
 	Topics []string
 	// Group is the consumer group. Required.
 	Group string
-	// Inbox configures the processor. Handler or BatchHandler is required.
-	// Inbox.Scope defaults to Group. Inbox.Ordered is always set: a failed
-	// record holds back every later record of its partition.
-	Inbox txinbox.Config[TTx]
 	// Key gives each record's message id. With OffsetKey, records fetched
 	// again at or below their partition's watermark are acked as
 	// duplicates without an inbox lookup. Defaults to OffsetKey.
-	Key KeyFunc
+	Key Key
 	// MaxPollRecords caps the records taken from the client per poll, over
 	// all partitions. A poll's records are processed before the next poll,
 	// a partition's records in order and the partitions in parallel, so
@@ -87,62 +99,32 @@ type Config[TTx any] struct {
 	Logger *slog.Logger
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("kafka: Config.%s: %s", e.Field, e.Msg)
-}
-
-func (c Config[TTx]) withDefaults() Config[TTx] {
-	if c.Inbox.Scope == "" {
-		c.Inbox.Scope = c.Group
-	}
-	c.Inbox.Ordered = true
+func (c Config) withDefaults(txinbox.Settings) Config {
 	if c.Key == nil {
 		c.Key = OffsetKey
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 4
 	}
-	if c.ErrorBackoff == nil {
-		c.ErrorBackoff = txinbox.DefaultBackoff
-	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 10 * time.Second
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Inbox.Logger == nil {
-		c.Inbox.Logger = c.Logger
-	}
+	runner.Common{ErrorBackoff: &c.ErrorBackoff, Logger: &c.Logger}.Defaults(txinbox.Settings{}, txinbox.DefaultBackoff)
 	return c
 }
 
-func (c Config[TTx]) validate() error {
-	switch {
-	case len(c.Seeds) == 0:
-		return &ConfigError{"Seeds", "required"}
-	case len(c.Topics) == 0:
-		return &ConfigError{"Topics", "required"}
-	case c.Group == "":
-		return &ConfigError{"Group", "required"}
-	case c.MaxPollRecords < 0:
-		return &ConfigError{"MaxPollRecords", "must not be negative"}
-	case c.Concurrency < 1:
-		return &ConfigError{"Concurrency", "must be at least 1"}
-	case c.CommitTimeout < 0:
-		return &ConfigError{"CommitTimeout", "must not be negative"}
-	}
+// validate checks c and that the processor is Ordered: a failed record
+// must hold back every later record of its partition.
+func (c Config) validate(s txinbox.Settings, v *runner.Checks) {
+	v.Require(len(c.Seeds) > 0, "Seeds", "required")
+	v.Require(len(c.Topics) > 0, "Topics", "required")
+	v.Require(c.Group != "", "Group", "required")
+	v.Require(c.MaxPollRecords >= 0, "MaxPollRecords", "must not be negative")
+	v.Require(c.Concurrency >= 1, "Concurrency", "must be at least 1")
+	v.Require(c.CommitTimeout >= 0, "CommitTimeout", "must not be negative")
 	for _, t := range c.Topics {
-		if t == "" || t == c.DeadLetterTopic {
-			return &ConfigError{"Topics", fmt.Sprintf("%q is empty or the dead-letter topic", t)}
-		}
+		v.Require(t != "" && t != c.DeadLetterTopic, "Topics", fmt.Sprintf("%q is empty or the dead-letter topic", t))
 	}
-	return nil
+	v.Require(s.Ordered, "Ordered", "the processor must be built with txinbox.Config.Ordered set: "+
+		"a failed record holds back every later record of its partition")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/source"
+	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Consumer consumes topics as a member of a consumer group and processes
@@ -21,14 +20,17 @@ import (
 // database, offsets committed to Kafka only after their batch committed.
 // Several processes with the same Group share the partitions; the inbox
 // database is shared too.
-type Consumer[TTx any] struct {
-	cfg  Config[TTx]
-	proc *txinbox.Processor[TTx]
+type Consumer struct {
+	cfg  Config
+	proc source.Processor
+	// batch is the processor's MaxBatchSize: a partition's records go
+	// into transactions of at most this many.
+	batch int
 	// offsetKeyed: the key is OffsetKey, so a record at or below the
 	// partition's watermark is known to be a duplicate without a lookup.
 	offsetKeyed bool
 
-	running atomic.Bool
+	running runner.Once
 	// stopped is set when Run's client has closed.
 	stopped atomic.Bool
 	// client is the client of Run, for the group callbacks.
@@ -70,31 +72,28 @@ type partitionState struct {
 	resume    *time.Timer // ends a pause after a Retry or a failure
 }
 
-// New returns a Consumer that stores its inbox through driver. It does not
-// connect: Run does.
-func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
-	offsetKeyed := isOffsetKey(cfg.Key)
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+// New returns a Consumer that hands its records to proc, a processor built
+// with txinbox.NewProcessor with Ordered set (its Scope names the inbox
+// scope, e.g. the group). It does not connect: Run does.
+func New(proc source.Processor, cfg Config) (*Consumer, error) {
+	cfg, err := runner.Configure("kafka", proc, cfg, Config.withDefaults, Config.validate)
+	if err != nil {
 		return nil, err
 	}
-	proc, err := txinbox.NewProcessor(driver, cfg.Inbox)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: Config.Inbox: %w", err)
-	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc, offsetKeyed: offsetKeyed,
+	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize, offsetKeyed: isOffsetKey(cfg.Key),
 		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{},
 		pendingAcked: map[topicPartition]int{}}, nil
 }
 
 // isOffsetKey reports whether key is OffsetKey (nil defaults to it).
-func isOffsetKey(key KeyFunc) bool {
-	return key == nil || reflect.ValueOf(key).Pointer() == reflect.ValueOf(OffsetKey).Pointer()
+func isOffsetKey(key Key) bool {
+	_, ok := key.(offsetKey)
+	return key == nil || ok
 }
 
 // Processor returns the consumer's processor, e.g. to read the partitions'
 // watermarks with Checkpoints.
-func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.proc }
 
 // Run joins the group and consumes until ctx is done, then commits what
 // committed, leaves the group and returns nil. It returns an error when
@@ -102,9 +101,9 @@ func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
 // refuse the consumer's configuration for good (a session timeout outside
 // the group's bounds, say), which no retry can change. Run may be called
 // once.
-func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("kafka: Consumer.Run called twice")
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.running.Start("kafka"); err != nil {
+		return err
 	}
 	cl, err := kgo.NewClient(c.clientOptions()...)
 	if err != nil {
@@ -143,7 +142,7 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 // which a rebalance can wait for this member. Leaving it clears abandon:
 // the client signals a waiting rebalance from a goroutine of its own, and a
 // late signal must not abandon the next poll's work.
-func (c *Consumer[TTx]) setProcessing(on bool) {
+func (c *Consumer) setProcessing(on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.processing = on
@@ -160,7 +159,7 @@ const retryCommitEvery = time.Second
 // the database watermarks, with no record left to fetch) ends it at once:
 // otherwise the offsets would wait for the next record, and an idle topic
 // would show the lag of the crash for ever.
-func (c *Consumer[TTx]) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
+func (c *Consumer) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
 	pctx, wake := context.WithCancel(ctx)
 	defer wake()
 	c.mu.Lock()
@@ -180,7 +179,7 @@ func (c *Consumer[TTx]) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
 	return cl.PollRecords(pctx, c.cfg.MaxPollRecords)
 }
 
-func (c *Consumer[TTx]) clientOptions() []kgo.Opt {
+func (c *Consumer) clientOptions() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.cfg.Seeds...),
 		kgo.ConsumeTopics(c.cfg.Topics...),
@@ -209,7 +208,7 @@ func (c *Consumer[TTx]) clientOptions() []kgo.Opt {
 
 // shutdown ends the pauses and leaves the group. Every batch's offsets were
 // committed (or abandoned) before the poll that follows it.
-func (c *Consumer[TTx]) shutdown(cl *kgo.Client) {
+func (c *Consumer) shutdown(cl *kgo.Client) {
 	c.mu.Lock()
 	for tp, st := range c.parts {
 		if st.resume != nil {
@@ -225,8 +224,8 @@ func (c *Consumer[TTx]) shutdown(cl *kgo.Client) {
 // Joined reports whether the consumer is a member of its group: Run's
 // client has joined it (it has a member id and generation) and has not
 // left. It is false before the first join completes, which can take a
-// session timeout after a member died; serve's /readyz reports it.
-func (c *Consumer[TTx]) Joined() bool {
+// session timeout after a member died; Ready reports it.
+func (c *Consumer) Joined() bool {
 	cl := c.client.Load()
 	if cl == nil || c.stopped.Load() {
 		return false
@@ -238,7 +237,7 @@ func (c *Consumer[TTx]) Joined() bool {
 // handlePoll processes each partition's records of one poll as a batch,
 // partitions in parallel, then commits the offsets of what committed and
 // rewinds (and pauses) the partitions that stopped short.
-func (c *Consumer[TTx]) handlePoll(ctx context.Context, cl *kgo.Client, fetches kgo.Fetches) {
+func (c *Consumer) handlePoll(ctx context.Context, cl *kgo.Client, fetches kgo.Fetches) {
 	var batches []kgo.FetchTopicPartition
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		if len(p.Records) > 0 {
@@ -261,7 +260,7 @@ func (c *Consumer[TTx]) handlePoll(ctx context.Context, cl *kgo.Client, fetches 
 }
 
 // state returns the state of a partition, creating it.
-func (c *Consumer[TTx]) state(tp topicPartition) *partitionState {
+func (c *Consumer) state(tp topicPartition) *partitionState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.parts[tp]

@@ -28,7 +28,7 @@ func TestKnownDuplicates(t *testing.T) {
 		{"past the batch", true, 99, 6},
 		{"header key", false, 12, 0},
 	} {
-		c := &Consumer[struct{}]{offsetKeyed: tc.offsetKeyed, parts: map[topicPartition]*partitionState{}}
+		c := &Consumer{offsetKeyed: tc.offsetKeyed, parts: map[topicPartition]*partitionState{}}
 		if tc.watermark >= 0 {
 			c.setWatermark(tp, tc.watermark)
 		}
@@ -42,12 +42,13 @@ func TestOffsetKeyDetected(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		key  KeyFunc
+		key  Key
 		want bool
 	}{
 		{"default", nil, true},
 		{"OffsetKey", OffsetKey, true},
 		{"header", HeaderKey("message-id"), false},
+		{"OffsetKey as a KeyFunc", KeyFunc(OffsetKey.ID), false},
 	} {
 		if got := isOffsetKey(tc.key); got != tc.want {
 			t.Errorf("%s: isOffsetKey = %v, want %v", tc.name, got, tc.want)
@@ -55,7 +56,7 @@ func TestOffsetKeyDetected(t *testing.T) {
 	}
 	r := &kgo.Record{Topic: "invoices", Partition: 3, Offset: 1042,
 		Headers: []kgo.RecordHeader{{Key: "ce_id", Value: []byte("A-1")}}}
-	if got := OffsetKey(r); got != "invoices/3/1042" {
+	if got := OffsetKey.ID(r); got != "invoices/3/1042" {
 		t.Errorf("OffsetKey = %q", got)
 	}
 	if got := HeaderKey("ce_id")(r); got != "A-1" {

@@ -22,6 +22,7 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/kafka"
+	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -172,26 +173,44 @@ func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 
 // consumerConfig is the configuration shared by the in-process consumers
 // and the child processes: header keys, so re-sends are duplicates.
-func (f *fixture) consumerConfig() kafka.Config[pgx.Tx] {
-	return kafka.Config[pgx.Tx]{
-		Seeds: f.c.seeds, Topics: []string{f.topic}, Group: f.group,
-		Key:           kafka.HeaderKey("message-id"),
-		Inbox:         txinbox.Config[pgx.Tx]{Handler: insertEffect, Backoff: func(int) time.Duration { return 20 * time.Millisecond }},
-		ErrorBackoff:  func(int) time.Duration { return 50 * time.Millisecond },
-		ClientOptions: f.c.clientOptions(),
-		Logger:        quietLogger(),
+func (f *fixture) consumerConfig() consumerConfig {
+	return consumerConfig{
+		Config: kafka.Config{
+			Seeds: f.c.seeds, Topics: []string{f.topic}, Group: f.group,
+			Key:           kafka.HeaderKey("message-id"),
+			ErrorBackoff:  func(int) time.Duration { return 50 * time.Millisecond },
+			ClientOptions: f.c.clientOptions(),
+			Logger:        quietLogger(),
+		},
+		Inbox: txinbox.Config[pgx.Tx]{Scope: f.group, Ordered: true, Handler: insertEffect,
+			Backoff: func(int) time.Duration { return 20 * time.Millisecond }},
 	}
+}
+
+// consumerConfig is a consumer's Config and its processor's.
+type consumerConfig struct {
+	kafka.Config
+	Inbox txinbox.Config[pgx.Tx]
+}
+
+// newConsumer builds the processor of cfg over d, then the consumer.
+func newConsumer(d store.Driver[pgx.Tx], cfg consumerConfig) (*kafka.Consumer, error) {
+	proc, err := txinbox.NewProcessor(d, cfg.Inbox)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.New(proc, cfg.Config)
 }
 
 // running is an in-process consumer.
 type running struct {
-	c    *kafka.Consumer[pgx.Tx]
+	c    *kafka.Consumer
 	stop func()
 }
 
-func (f *fixture) start(cfg kafka.Config[pgx.Tx]) *running {
+func (f *fixture) start(cfg consumerConfig) *running {
 	f.t.Helper()
-	c, err := kafka.New(f.driver, cfg)
+	c, err := newConsumer(f.driver, cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}

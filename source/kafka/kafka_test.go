@@ -38,6 +38,7 @@ func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
 	ch := f.startChildSpec(childSpec{CrashAfterCommit: 250, OffsetKey: offsetKey})
 	ch.waitCrashPoint(t, 30*time.Second)
 	ch.kill()
+	f.waitChildSessionsGone()
 	f.checkWatermarkAhead(all, 3)
 	before := len(f.effects())
 
@@ -72,6 +73,7 @@ func TestCrashAfterTheLastCommit(t *testing.T) {
 	ch := f.startChildSpec(childSpec{CrashAfterCommit: len(all)})
 	ch.waitCrashPoint(t, 30*time.Second)
 	ch.kill()
+	f.waitChildSessionsGone()
 	f.checkWatermarkAhead(all, 3)
 
 	r := f.start(f.consumerConfig())
@@ -276,36 +278,50 @@ func TestDeadLetterTopic(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	ok := kafka.Config[pgx.Tx]{Seeds: []string{"x:9092"}, Topics: []string{"t"}, Group: "g",
-		Inbox: txinbox.Config[pgx.Tx]{Handler: insertEffect}}
+	ok := kafka.Config{Seeds: []string{"x:9092"}, Topics: []string{"t"}, Group: "g"}
+	proc := newProcessor(t, txinbox.Config[pgx.Tx]{Scope: "g", Ordered: true, Handler: insertEffect})
 	for _, tc := range []struct {
 		field string
-		edit  func(*kafka.Config[pgx.Tx])
+		edit  func(*kafka.Config)
 	}{
-		{"Seeds", func(c *kafka.Config[pgx.Tx]) { c.Seeds = nil }},
-		{"Topics", func(c *kafka.Config[pgx.Tx]) { c.Topics = nil }},
-		{"Topics", func(c *kafka.Config[pgx.Tx]) { c.DeadLetterTopic = "t" }},
-		{"Group", func(c *kafka.Config[pgx.Tx]) { c.Group = "" }},
-		{"MaxPollRecords", func(c *kafka.Config[pgx.Tx]) { c.MaxPollRecords = -1 }},
-		{"Concurrency", func(c *kafka.Config[pgx.Tx]) { c.Concurrency = -1 }},
-		{"CommitTimeout", func(c *kafka.Config[pgx.Tx]) { c.CommitTimeout = -1 }},
+		{"Seeds", func(c *kafka.Config) { c.Seeds = nil }},
+		{"Topics", func(c *kafka.Config) { c.Topics = nil }},
+		{"Topics", func(c *kafka.Config) { c.DeadLetterTopic = "t" }},
+		{"Group", func(c *kafka.Config) { c.Group = "" }},
+		{"MaxPollRecords", func(c *kafka.Config) { c.MaxPollRecords = -1 }},
+		{"Concurrency", func(c *kafka.Config) { c.Concurrency = -1 }},
+		{"CommitTimeout", func(c *kafka.Config) { c.CommitTimeout = -1 }},
 	} {
 		cfg := ok
 		tc.edit(&cfg)
-		_, err := kafka.New(nopDriver{}, cfg)
-		var ce *kafka.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
+		_, err := kafka.New(proc, cfg)
+		var ce *txinbox.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.HasPrefix(err.Error(), "kafka: ") {
 			t.Errorf("%s: err = %v, want a ConfigError on %s", tc.field, err, tc.field)
 		}
 	}
-	cfg := ok
-	cfg.Inbox.Handler = nil
-	if _, err := kafka.New(nopDriver{}, cfg); err == nil {
-		t.Error("a config without a handler was accepted")
+	unordered := newProcessor(t, txinbox.Config[pgx.Tx]{Scope: "g", Handler: insertEffect})
+	var ce *txinbox.ConfigError
+	if _, err := kafka.New(unordered, ok); !errors.As(err, &ce) || ce.Field != "Ordered" {
+		t.Errorf("a processor without Ordered: err = %v, want a ConfigError on Ordered", err)
 	}
-	if _, err := kafka.New(nopDriver{}, ok); err != nil {
+	if _, err := kafka.New(nil, ok); err == nil {
+		t.Error("a nil processor was accepted")
+	}
+	if _, err := kafka.New(proc, ok); err != nil {
 		t.Errorf("a valid config was refused: %v", err)
 	}
+}
+
+// newProcessor builds a processor of cfg over a driver that is never
+// called (the consumers built with it never run).
+func newProcessor(t *testing.T, cfg txinbox.Config[pgx.Tx]) *txinbox.Processor[pgx.Tx] {
+	t.Helper()
+	proc, err := txinbox.NewProcessor(nopDriver{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
 }
 
 // recordHeaders reads the n records of a topic and returns their headers.
@@ -341,7 +357,7 @@ func TestJoined(t *testing.T) {
 	f := newFixture(t, newCluster(t), 2)
 	all := ids("joined", 20)
 	f.produce(all, 2)
-	idle, err := kafka.New(f.driver, f.consumerConfig())
+	idle, err := newConsumer(f.driver, f.consumerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // and its database watermark + 1. The watermark commits with the batch, the
 // offset commit after it; when the offset commit was lost (a crash between
 // the two, a failed OffsetCommit), the watermark still says where to go on.
-func (c *Consumer[TTx]) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	for topic, parts := range offsets {
 		wms, err := c.watermarks(ctx, topic)
 		if err != nil {
@@ -60,7 +60,7 @@ func (c *Consumer[TTx]) adjustOffsets(ctx context.Context, offsets map[string]ma
 // lie below the partitions' end offsets. A watermark at or past the end
 // belongs to an earlier topic of the same name (deleted and created again):
 // it is ignored, with a warning, rather than skipping the new records.
-func (c *Consumer[TTx]) watermarks(ctx context.Context, topic string) (map[int32]int64, error) {
+func (c *Consumer) watermarks(ctx context.Context, topic string) (map[int32]int64, error) {
 	saved, err := c.proc.Checkpoints(ctx, topic)
 	if err != nil || len(saved) == 0 {
 		return nil, err
@@ -97,7 +97,7 @@ func (c *Consumer[TTx]) watermarks(ctx context.Context, topic string) (map[int32
 // (their last commit failed), then forgets them. With BlockRebalanceOnPoll
 // no batch of theirs is in flight: the poll that fetched them committed (or
 // abandoned) before the revoke could start.
-func (c *Consumer[TTx]) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+func (c *Consumer) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	c.mu.Lock()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	for topic, parts := range revoked {
@@ -117,7 +117,7 @@ func (c *Consumer[TTx]) revoked(ctx context.Context, cl *kgo.Client, revoked map
 // forget drops the state of revoked or lost partitions, and their pending
 // commits: a commit to a partition owned by another member could rewind
 // its commits.
-func (c *Consumer[TTx]) forget(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+func (c *Consumer) forget(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	c.mu.Lock()
 	for topic, parts := range lost {
 		for _, p := range parts {
@@ -148,7 +148,7 @@ func addOffset(offsets map[string]map[int32]kgo.EpochOffset, tp topicPartition, 
 // commit stays pending and is tried again after the next poll (Run polls
 // with a timeout while commits are pending); the database watermark covers
 // a crash before then.
-func (c *Consumer[TTx]) commit(ctx context.Context, cl *kgo.Client, outs []partitionOutcome) {
+func (c *Consumer) commit(ctx context.Context, cl *kgo.Client, outs []partitionOutcome) {
 	c.mu.Lock()
 	for _, o := range outs {
 		if o.commit >= 0 {
@@ -186,7 +186,7 @@ const revokeCommitTimeout = 2 * time.Second
 // rebalanceWaits is called when a rebalance waits for this member: the
 // partitions stop between transactions and an offset commit in flight is
 // cancelled.
-func (c *Consumer[TTx]) rebalanceWaits(context.Context, *kgo.Client) {
+func (c *Consumer) rebalanceWaits(context.Context, *kgo.Client) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.processing {
@@ -201,7 +201,7 @@ func (c *Consumer[TTx]) rebalanceWaits(context.Context, *kgo.Client) {
 // commitOffsets commits offsets within ctx and clears the pending ones it
 // committed. It reports the commit to the inbox's AckHooks: one AckInfo
 // for the partitions committed, one for those that failed.
-func (c *Consumer[TTx]) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) {
+func (c *Consumer) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) {
 	if len(offsets) == 0 {
 		return
 	}
@@ -295,7 +295,7 @@ func (g *ackGroup) source() string {
 // rewind sets the partitions that stopped short back to their first record
 // not acked, and pauses them for their backoff. It runs before
 // AllowRebalance, while this member still owns them.
-func (c *Consumer[TTx]) rewind(cl *kgo.Client, outs []partitionOutcome) {
+func (c *Consumer) rewind(cl *kgo.Client, outs []partitionOutcome) {
 	for _, o := range outs {
 		if o.rewind < 0 {
 			continue
@@ -309,7 +309,7 @@ func (c *Consumer[TTx]) rewind(cl *kgo.Client, outs []partitionOutcome) {
 
 // pause stops fetching a partition for d: a Retry blocks its partition
 // only, the others go on.
-func (c *Consumer[TTx]) pause(cl *kgo.Client, tp topicPartition, d time.Duration) {
+func (c *Consumer) pause(cl *kgo.Client, tp topicPartition, d time.Duration) {
 	tps := map[string][]int32{tp.topic: {tp.partition}}
 	cl.PauseFetchPartitions(tps)
 	st := c.state(tp)

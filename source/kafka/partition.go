@@ -34,10 +34,10 @@ func (o *partitionOutcome) ackedThrough(r *kgo.Record) {
 }
 
 // processPartition processes one partition's records of a poll in offset
-// order, a transaction of Inbox.MaxBatchSize records at a time. It stops at
-// the first record not acked (a Retry, or a transaction that failed) and
-// between transactions when a rebalance waits.
-func (c *Consumer[TTx]) processPartition(ctx context.Context, cl *kgo.Client, p kgo.FetchTopicPartition) partitionOutcome {
+// order, a transaction of the processor's MaxBatchSize records at a time.
+// It stops at the first record not acked (a Retry, or a transaction that
+// failed) and between transactions when a rebalance waits.
+func (c *Consumer) processPartition(ctx context.Context, cl *kgo.Client, p kgo.FetchTopicPartition) partitionOutcome {
 	out := partitionOutcome{tp: topicPartition{p.Topic, p.Partition}, commit: -1, rewind: -1}
 	recs := p.Records
 	if skip := c.knownDuplicates(out.tp, recs); skip > 0 {
@@ -68,18 +68,14 @@ func (c *Consumer[TTx]) processPartition(ctx context.Context, cl *kgo.Client, p 
 	return out
 }
 
-func (c *Consumer[TTx]) batchSize() int {
-	if c.cfg.Inbox.MaxBatchSize > 0 {
-		return c.cfg.Inbox.MaxBatchSize
-	}
-	return 100 // the processor's default
-}
+// batchSize is the processor's MaxBatchSize.
+func (c *Consumer) batchSize() int { return c.batch }
 
 // knownDuplicates counts the leading records at or below the partition's
 // watermark: with the offset key they are in the inbox already, so they are
 // acked as duplicates without a lookup. Records come at or below it only
 // when the client fetches again what was processed (an offset reset).
-func (c *Consumer[TTx]) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
+func (c *Consumer) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
 	if !c.offsetKeyed {
 		return 0
 	}
@@ -96,7 +92,7 @@ func (c *Consumer[TTx]) knownDuplicates(tp topicPartition, recs []*kgo.Record) i
 	return n
 }
 
-func (c *Consumer[TTx]) setWatermark(tp topicPartition, offset int64) {
+func (c *Consumer) setWatermark(tp topicPartition, offset int64) {
 	st := c.state(tp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,7 +102,7 @@ func (c *Consumer[TTx]) setWatermark(tp topicPartition, offset int64) {
 
 // processChunk runs one batch transaction and returns how many leading
 // records were acked and, if not all, how long the partition pauses.
-func (c *Consumer[TTx]) processChunk(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record) (int, time.Duration) {
+func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record) (int, time.Duration) {
 	msgs := make([]*txinbox.Message, len(recs))
 	positions := make([]int64, len(recs))
 	for i, r := range recs {
@@ -137,7 +133,7 @@ func (c *Consumer[TTx]) processChunk(ctx context.Context, cl *kgo.Client, tp top
 
 // batchFailed logs a failed transaction and returns the pause before the
 // partition is tried again.
-func (c *Consumer[TTx]) batchFailed(ctx context.Context, tp topicPartition, err error) time.Duration {
+func (c *Consumer) batchFailed(ctx context.Context, tp topicPartition, err error) time.Duration {
 	c.stats.batchErrors.Add(1)
 	st := c.state(tp)
 	c.mu.Lock()
@@ -157,10 +153,10 @@ func (c *Consumer[TTx]) batchFailed(ctx context.Context, tp topicPartition, err 
 // message turns a record into the inbox's message. All records of a
 // partition share one PartitionKey, so that with Ordered a failed record
 // holds back every later record of its partition.
-func (c *Consumer[TTx]) message(r *kgo.Record) *txinbox.Message {
+func (c *Consumer) message(r *kgo.Record) *txinbox.Message {
 	part := strconv.FormatInt(int64(r.Partition), 10)
 	m := &txinbox.Message{
-		ID:             c.cfg.Key(r),
+		ID:             c.cfg.Key.ID(r),
 		Source:         r.Topic,
 		SourcePosition: part + ":" + strconv.FormatInt(r.Offset, 10),
 		PartitionKey:   r.Topic + "/" + part,
@@ -178,7 +174,7 @@ func (c *Consumer[TTx]) message(r *kgo.Record) *txinbox.Message {
 // produceDeadLetters copies the dead-lettered records to the dead-letter
 // topic, in order. On a failure it returns the index of the record that
 // failed: it and the later records are not acked, and are fetched again.
-func (c *Consumer[TTx]) produceDeadLetters(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, res []txinbox.Result) (int, error) {
+func (c *Consumer) produceDeadLetters(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, res []txinbox.Result) (int, error) {
 	if c.cfg.DeadLetterTopic == "" {
 		return len(recs), nil
 	}

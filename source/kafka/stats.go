@@ -3,27 +3,21 @@ package kafka
 import (
 	"sync/atomic"
 
-	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/internal/outcomes"
 )
 
 // Stats counts what a Consumer did since it was created.
 type Stats struct {
-	// Processed, Duplicates, Drift, DeadLettered and Retries count the
-	// records by outcome (a record retried twice counts twice).
-	Processed    int64
-	Duplicates   int64
-	Drift        int64
-	DeadLettered int64
-	Retries      int64
+	// Outcomes counts the records by outcome (a record retried twice
+	// counts twice) and the batch transactions that did not commit.
+	source.Outcomes
 	// FastPath counts records at or below their partition's watermark,
 	// acked as duplicates without an inbox lookup (offset key only).
 	FastPath int64
 	// Resumed counts partition assignments that started after the
 	// database watermark rather than at Kafka's committed offset.
 	Resumed int64
-	// BatchErrors counts batch transactions that did not commit.
-	BatchErrors int64
 	// Rewinds counts partitions set back to their first record not acked.
 	Rewinds int64
 	// Commits and CommitErrors count offset commits.
@@ -45,17 +39,12 @@ type stats struct {
 }
 
 // Stats returns a snapshot of the consumer's counters.
-func (c *Consumer[TTx]) Stats() Stats {
+func (c *Consumer) Stats() Stats {
 	s := &c.stats
 	return Stats{
-		Processed:           s.outcomes.Load(txinbox.Processed),
-		Duplicates:          s.outcomes.Load(txinbox.Duplicate),
-		Drift:               s.outcomes.Load(txinbox.Drift),
-		DeadLettered:        s.outcomes.Load(txinbox.DeadLettered),
-		Retries:             s.outcomes.Load(txinbox.Retry),
+		Outcomes:            s.outcomes.Snapshot(s.batchErrors.Load()),
 		FastPath:            s.fastPath.Load(),
 		Resumed:             s.resumed.Load(),
-		BatchErrors:         s.batchErrors.Load(),
 		Rewinds:             s.rewinds.Load(),
 		Commits:             s.commits.Load(),
 		CommitErrors:        s.commitErrors.Load(),

@@ -139,9 +139,14 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 	b.inbox, b.scope = d, inbox.Scope
 	b.mu.Unlock()
 	session := time.Second // short: a SIGKILLed member leaves the group quickly
-	c, err := kafka.New(d, kafka.Config[pgx.Tx]{
+	inbox.Ordered = true   // a failed record holds back its partition
+	proc, err := txinbox.NewProcessor(d, inbox)
+	if err != nil {
+		return err
+	}
+	c, err := kafka.New(proc, kafka.Config{
 		Seeds: b.Seeds, Topics: []string{b.Topic}, Group: b.Group,
-		Key: kafka.HeaderKey("message-id"), Inbox: inbox, DeadLetterTopic: b.deadLetterTopic(),
+		Key: kafka.HeaderKey("message-id"), DeadLetterTopic: b.deadLetterTopic(),
 		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
 			kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,24 +16,19 @@ import (
 
 // handle processes one batch, then deletes what may be acked and sets the
 // visibility timeout of the rest to their redelivery delay.
-func (c *Consumer[TTx]) handle(ctx context.Context, msgs []types.Message) {
+func (c *Consumer) handle(ctx context.Context, msgs []types.Message) {
 	in := make([]*txinbox.Message, len(msgs))
 	for i, m := range msgs {
 		in[i] = c.message(m)
 	}
 	stop := c.keepInvisible(ctx, msgs)
-	res, err := c.proc.Process(ctx, in)
+	o := c.base.Process(ctx, in, c.cfg.ErrorBackoff)
 	stop()
-	res, failures := c.stats.batches.Done(res, len(msgs), err)
-	c.excused.Record(in, res)
-	var failDelay time.Duration
-	if err != nil {
-		failDelay = c.stats.batches.FailDelay(c.cfg.ErrorBackoff)
-		if ctx.Err() == nil {
-			c.cfg.Logger.ErrorContext(ctx, "sqs: batch not committed; its messages are received again",
-				"queue", c.cfg.QueueURL, "messages", len(msgs), "failures", failures, "err", err)
-		}
+	if o.Err != nil && ctx.Err() == nil {
+		c.cfg.Logger.ErrorContext(ctx, "sqs: batch not committed; its messages are received again",
+			"queue", c.cfg.QueueURL, "messages", len(msgs), "failures", o.Failures, "err", o.Err)
 	}
+	res, failDelay := o.Results, o.FailDelay
 	c.settle(ctx, msgs, in, res, failDelay)
 }
 
@@ -42,7 +36,7 @@ func (c *Consumer[TTx]) handle(ctx context.Context, msgs []types.Message) {
 // letters' copies) and sets the others' visibility timeout to their
 // redelivery delay. It uses a context of its own: a consumer told to stop
 // still deletes what committed, rather than leave it to a redelivery.
-func (c *Consumer[TTx]) settle(ctx context.Context, msgs []types.Message, in []*txinbox.Message, res []txinbox.Result, failDelay time.Duration) {
+func (c *Consumer) settle(ctx context.Context, msgs []types.Message, in []*txinbox.Message, res []txinbox.Result, failDelay time.Duration) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var del []types.Message
@@ -76,7 +70,7 @@ type visibility struct {
 // delete deletes msgs, ten per DeleteMessageBatch. A message not deleted
 // (the request failed, a stale receipt handle) is received again after its
 // visibility timeout and found in the inbox.
-func (c *Consumer[TTx]) delete(ctx context.Context, msgs []types.Message) {
+func (c *Consumer) delete(ctx context.Context, msgs []types.Message) {
 	for start := 0; start < len(msgs); start += 10 {
 		chunk := msgs[start:min(start+10, len(msgs))]
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
@@ -102,17 +96,17 @@ func (c *Consumer[TTx]) delete(ctx context.Context, msgs []types.Message) {
 // reportDelete reports one DeleteMessageBatch to the inbox's AckHooks: the
 // messages deleted, and apart those not deleted, or the whole chunk when
 // the request failed.
-func (c *Consumer[TTx]) reportDelete(ctx context.Context, chunk []types.Message, out *awssqs.DeleteMessageBatchOutput, start time.Time, err error) {
+func (c *Consumer) reportDelete(ctx context.Context, chunk []types.Message, out *awssqs.DeleteMessageBatchOutput, start time.Time, err error) {
 	if err != nil {
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(chunk), start, err)
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(chunk), start, err)
 		return
 	}
 	if len(out.Successful) > 0 || len(out.Failed) == 0 {
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Successful), start, nil)
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(out.Successful), start, nil)
 	}
 	if len(out.Failed) > 0 {
 		f := out.Failed[0]
-		runner.ReportAck(ctx, c.proc, c.cfg.QueueURL, len(out.Failed), start,
+		c.base.ReportAck(ctx, c.cfg.QueueURL, len(out.Failed), start,
 			fmt.Errorf("sqs: %d of %d messages not deleted (first: %s: %s)", len(out.Failed), len(chunk),
 				aws.ToString(f.Code), aws.ToString(f.Message)))
 	}
@@ -120,7 +114,7 @@ func (c *Consumer[TTx]) reportDelete(ctx context.Context, chunk []types.Message,
 
 // changeVisibility makes the messages not acked visible again after their
 // delay.
-func (c *Consumer[TTx]) changeVisibility(ctx context.Context, vs []visibility) {
+func (c *Consumer) changeVisibility(ctx context.Context, vs []visibility) {
 	for start := 0; start < len(vs); start += 10 {
 		chunk := vs[start:min(start+10, len(vs))]
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
@@ -140,34 +134,19 @@ func (c *Consumer[TTx]) changeVisibility(ctx context.Context, vs []visibility) {
 // keepInvisible extends the batch's visibility timeout every
 // VisibilityTimeout/3 until the returned stop is called, so that a long
 // batch is not received by another consumer while it runs.
-func (c *Consumer[TTx]) keepInvisible(ctx context.Context, msgs []types.Message) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
+func (c *Consumer) keepInvisible(ctx context.Context, msgs []types.Message) (stop func()) {
 	vs := make([]visibility, len(msgs))
 	for i, m := range msgs {
 		vs[i] = visibility{m, c.cfg.VisibilityTimeout}
 	}
-	wg.Go(func() {
-		t := time.NewTicker(c.cfg.VisibilityTimeout / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				c.changeVisibility(ctx, vs)
-				c.stats.extensions.Add(1)
-			}
-		}
+	return runner.Every(c.cfg.VisibilityTimeout/3, func() {
+		c.changeVisibility(ctx, vs)
+		c.stats.extensions.Add(1)
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }
 
 // sendDeadLetter copies a dead-lettered message to DeadLetterQueueURL.
-func (c *Consumer[TTx]) sendDeadLetter(ctx context.Context, m types.Message, msg *txinbox.Message, cause error) error {
+func (c *Consumer) sendDeadLetter(ctx context.Context, m types.Message, msg *txinbox.Message, cause error) error {
 	reason := "dead-lettered"
 	if cause != nil {
 		reason = cause.Error()

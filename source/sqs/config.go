@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -25,6 +24,8 @@ type Client interface {
 	DeleteMessageBatch(ctx context.Context, in *awssqs.DeleteMessageBatchInput, opts ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, in *awssqs.ChangeMessageVisibilityBatchInput, opts ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error)
 	SendMessage(ctx context.Context, in *awssqs.SendMessageInput, opts ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error)
+	// GetQueueAttributes answers Ready, Lag and RedeliveryHorizons.
+	GetQueueAttributes(ctx context.Context, in *awssqs.GetQueueAttributesInput, opts ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
 }
 
 // KeyFunc returns the inbox message id of a received message. An empty id
@@ -59,16 +60,11 @@ func DeduplicationIDKey(m types.Message) string {
 }
 
 // Config configures a Consumer.
-type Config[TTx any] struct {
+type Config struct {
 	// Client talks to SQS, e.g. sqs.NewFromConfig(awsCfg). Required.
 	Client Client
 	// QueueURL is the queue consumed. Required.
 	QueueURL string
-	// Inbox configures the processor. Scope and Handler (or
-	// BatchHandler) are required. Inbox.MaxBatchSize (default 100) caps
-	// the messages gathered, 10 per ReceiveMessage, into one
-	// transaction.
-	Inbox txinbox.Config[TTx]
 	// Key gives each message's id. Defaults to MessageIDKey.
 	Key KeyFunc
 	// WaitTime is the long-poll wait of a ReceiveMessage that starts a
@@ -79,7 +75,7 @@ type Config[TTx any] struct {
 	VisibilityTimeout time.Duration
 	// MaxDeliveries dead-letters a message received more often (its
 	// ApproximateReceiveCount), without running the handler. Defaults to
-	// 2 × Inbox.MaxAttempts (20).
+	// 2 × the processor's MaxAttempts (20).
 	MaxDeliveries int
 	// DeadLetterQueueURL, when set, receives a copy of every
 	// dead-lettered message (sent after the dead letter committed, before
@@ -96,20 +92,8 @@ type Config[TTx any] struct {
 	Logger *slog.Logger
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("sqs: Config.%s: %s", e.Field, e.Msg)
-}
-
-func (c Config[TTx]) withDefaults() Config[TTx] {
-	runner.Common[TTx]{Inbox: &c.Inbox, MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff,
-		Logger: &c.Logger}.Defaults(txinbox.DefaultBackoff)
+func (c Config) withDefaults(s txinbox.Settings) Config {
+	c.common().Defaults(s, txinbox.DefaultBackoff)
 	if c.Key == nil {
 		c.Key = MessageIDKey
 	}
@@ -122,22 +106,17 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	return c
 }
 
-func (c Config[TTx]) validate() error {
-	switch {
-	case c.Client == nil:
-		return &ConfigError{"Client", "required"}
-	case c.QueueURL == "":
-		return &ConfigError{"QueueURL", "required"}
-	case c.QueueURL == c.DeadLetterQueueURL:
-		return &ConfigError{"DeadLetterQueueURL", "must not be the consumed queue"}
-	case c.WaitTime < 0 || c.WaitTime > 20*time.Second:
-		return &ConfigError{"WaitTime", "must be between 0 and 20s"}
-	case c.VisibilityTimeout < 2*time.Second || c.VisibilityTimeout > 12*time.Hour:
-		return &ConfigError{"VisibilityTimeout", "must be between 2s and 12h"}
-	case c.MaxDeliveries < 1:
-		return &ConfigError{"MaxDeliveries", "must be at least 1"}
-	}
-	return nil
+func (c *Config) common() runner.Common {
+	return runner.Common{MaxDeliveries: &c.MaxDeliveries, ErrorBackoff: &c.ErrorBackoff, Logger: &c.Logger}
+}
+
+func (c Config) validate(_ txinbox.Settings, v *runner.Checks) {
+	v.Require(c.Client != nil, "Client", "required")
+	v.Require(c.QueueURL != "", "QueueURL", "required")
+	v.Require(c.QueueURL != c.DeadLetterQueueURL, "DeadLetterQueueURL", "must not be the consumed queue")
+	v.Require(c.WaitTime >= 0 && c.WaitTime <= 20*time.Second, "WaitTime", "must be between 0 and 20s")
+	v.Require(c.VisibilityTimeout >= 2*time.Second && c.VisibilityTimeout <= 12*time.Hour, "VisibilityTimeout", "must be between 2s and 12h")
+	c.common().Check(v)
 }
 
 // isFIFO reports whether a queue URL names a FIFO queue.

@@ -11,46 +11,40 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/internal/runner"
-	"github.com/txinbox/txinbox/store"
 )
 
 // Consumer receives messages from an SQS queue and processes them through
 // a txinbox.Processor: exactly-once effects in the database, messages
 // deleted from the queue only after their batch committed. Several
 // Consumers (in one process or many) may share a queue.
-type Consumer[TTx any] struct {
-	cfg  Config[TTx]
-	proc *txinbox.Processor[TTx]
-	// excused are the deliveries the delivery-count guard does not
-	// count: those of batches that failed as a whole.
-	excused *deliveries.Excuses
-	running runner.Once
-	stats   stats
+type Consumer struct {
+	cfg Config
+	// base holds the processor, the delivery-count guard and the
+	// counts of the batches.
+	base  *runner.Base
+	stats stats
 }
 
-// New returns a Consumer that stores its inbox through driver.
-func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Consumer[TTx], error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	proc, excused, err := runner.NewProcessor("sqs", driver, &cfg.Inbox, ReceiveCountHeader, "received", cfg.MaxDeliveries)
+// New returns a Consumer that hands its messages to proc, a processor
+// built with txinbox.NewProcessor (its Scope names the inbox scope).
+func New(proc source.Processor, cfg Config) (*Consumer, error) {
+	cfg, err := runner.Configure("sqs", proc, cfg, Config.withDefaults, Config.validate)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer[TTx]{cfg: cfg, proc: proc, excused: excused}, nil
+	return &Consumer{cfg: cfg, base: runner.NewBase("sqs", proc, cfg.MaxDeliveries, "received")}, nil
 }
 
 // Processor returns the consumer's processor.
-func (c *Consumer[TTx]) Processor() *txinbox.Processor[TTx] { return c.proc }
+func (c *Consumer) Processor() source.Processor { return c.base.Processor() }
 
 // Run receives and processes batches until ctx is done, then returns nil.
 // A failed ReceiveMessage is tried again after ErrorBackoff. Run may be
 // called once.
-func (c *Consumer[TTx]) Run(ctx context.Context) error {
-	if err := c.running.Start("sqs"); err != nil {
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.base.Start(); err != nil {
 		return err
 	}
 	receiveFailures := 0
@@ -78,13 +72,13 @@ func (c *Consumer[TTx]) Run(ctx context.Context) error {
 
 // receiveBatch long-polls for a first message, then receives without
 // waiting until the batch is full or the queue has nothing visible.
-func (c *Consumer[TTx]) receiveBatch(ctx context.Context) ([]types.Message, error) {
+func (c *Consumer) receiveBatch(ctx context.Context) ([]types.Message, error) {
 	var msgs []types.Message
 	wait := c.cfg.WaitTime
-	for len(msgs) < c.cfg.Inbox.MaxBatchSize {
+	for len(msgs) < c.base.Batch {
 		out, err := c.cfg.Client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
 			QueueUrl:                    &c.cfg.QueueURL,
-			MaxNumberOfMessages:         int32(min(10, c.cfg.Inbox.MaxBatchSize-len(msgs))),
+			MaxNumberOfMessages:         int32(min(10, c.base.Batch-len(msgs))),
 			WaitTimeSeconds:             int32(wait / time.Second),
 			VisibilityTimeout:           seconds(c.cfg.VisibilityTimeout),
 			MessageAttributeNames:       []string{"All"},
@@ -108,7 +102,7 @@ func seconds(d time.Duration) int32 {
 }
 
 // message turns a received message into the inbox's message.
-func (c *Consumer[TTx]) message(m types.Message) *txinbox.Message {
+func (c *Consumer) message(m types.Message) *txinbox.Message {
 	out := &txinbox.Message{
 		ID:             c.cfg.Key(m),
 		Source:         c.cfg.QueueURL,
@@ -123,5 +117,6 @@ func (c *Consumer[TTx]) message(m types.Message) *txinbox.Message {
 	}
 	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	out.Headers = append(out.Headers, txinbox.Header{Key: ReceiveCountHeader, Value: strconv.Itoa(n)})
+	c.base.Guard(out, n)
 	return out
 }

@@ -3,16 +3,17 @@
 // deleted from the queue (DeleteMessageBatch) only after the batch's
 // database transaction committed.
 //
-//	c, err := sqs.New(driver, sqs.Config[pgx.Tx]{
+//	proc, err := txinbox.NewProcessor(driver, txinbox.Config[pgx.Tx]{
+//		Scope: "edi-invoicer",
+//		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+//			_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
+//			return err
+//		},
+//	})
+//	if err != nil { ... }
+//	c, err := sqs.New(proc, sqs.Config{
 //		Client:   awssqs.NewFromConfig(awsCfg),
 //		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/invoices",
-//		Inbox: txinbox.Config[pgx.Tx]{
-//			Scope: "edi-invoicer",
-//			Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-//				_, err := tx.Exec(ctx, `INSERT INTO invoices ...`, m.Payload)
-//				return err
-//			},
-//		},
 //	})
 //	if err != nil { ... }
 //	err = c.Run(ctx) // until ctx is done
@@ -27,5 +28,7 @@
 // the handler in the header "txinbox-receive-count" and bounds the
 // attempts: a message received more than MaxDeliveries times (a consumer
 // that crashes on it never records a failure) is dead-lettered. See
-// docs/sources.md.
+// docs/sources.md; Ready, Lag and RedeliveryHorizons (source.Readier,
+// source.Lagger, source.Horizoner) answer a service's readiness, lag and
+// retention checks from the queue's attributes.
 package sqs

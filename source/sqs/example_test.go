@@ -54,16 +54,17 @@ func Example() {
 		}
 	}
 
-	c, err := sqs.New(driver, sqs.Config[*sql.Tx]{
-		Client: client, QueueURL: *q.QueueUrl, Key: sqs.AttributeKey("message-id"),
-		Inbox: txinbox.Config[*sql.Tx]{
-			Scope: "edi-invoicer",
-			Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
-				_, err := tx.ExecContext(ctx, `INSERT INTO partner_invoices VALUES (?, ?)`, m.ID, string(m.Payload))
-				return err
-			},
+	proc, err := txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
+		Scope: "edi-invoicer",
+		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO partner_invoices VALUES (?, ?)`, m.ID, string(m.Payload))
+			return err
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := sqs.New(proc, sqs.Config{Client: client, QueueURL: *q.QueueUrl, Key: sqs.AttributeKey("message-id")})
 	if err != nil {
 		log.Fatal(err)
 	}

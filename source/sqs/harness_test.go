@@ -156,9 +156,13 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 // Consume keys on the message-id attribute, so that a message without it
 // is dead-lettered as the suite expects.
 func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
-	c, err := sqs.New(d, sqs.Config[pgx.Tx]{
+	proc, err := txinbox.NewProcessor(d, inbox)
+	if err != nil {
+		return err
+	}
+	c, err := sqs.New(proc, sqs.Config{
 		Client: client(b.Endpoint), QueueURL: b.QueueURL, DeadLetterQueueURL: b.DeadLetter,
-		Inbox: inbox, Key: sqs.AttributeKey(idAttribute),
+		Key:      sqs.AttributeKey(idAttribute),
 		WaitTime: time.Second, VisibilityTimeout: 2 * time.Second,
 		ErrorBackoff: func(int) time.Duration { return 100 * time.Millisecond },
 		Logger:       inbox.Logger,

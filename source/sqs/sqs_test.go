@@ -25,20 +25,21 @@ import (
 )
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	proc := runtest.ConfigProcessor(t)
 	cl := client("http://127.0.0.1:1")
 	for _, tc := range []struct {
-		cfg   sqs.Config[pgx.Tx]
+		cfg   sqs.Config
 		field string
 	}{
-		{sqs.Config[pgx.Tx]{QueueURL: "q"}, "Client"},
-		{sqs.Config[pgx.Tx]{Client: cl}, "QueueURL"},
-		{sqs.Config[pgx.Tx]{Client: cl, QueueURL: "q", DeadLetterQueueURL: "q"}, "DeadLetterQueueURL"},
-		{sqs.Config[pgx.Tx]{Client: cl, QueueURL: "q", WaitTime: 21 * time.Second}, "WaitTime"},
-		{sqs.Config[pgx.Tx]{Client: cl, QueueURL: "q", VisibilityTimeout: time.Second}, "VisibilityTimeout"},
-		{sqs.Config[pgx.Tx]{Client: cl, QueueURL: "q", MaxDeliveries: -1}, "MaxDeliveries"},
+		{sqs.Config{QueueURL: "q"}, "Client"},
+		{sqs.Config{Client: cl}, "QueueURL"},
+		{sqs.Config{Client: cl, QueueURL: "q", DeadLetterQueueURL: "q"}, "DeadLetterQueueURL"},
+		{sqs.Config{Client: cl, QueueURL: "q", WaitTime: 21 * time.Second}, "WaitTime"},
+		{sqs.Config{Client: cl, QueueURL: "q", VisibilityTimeout: time.Second}, "VisibilityTimeout"},
+		{sqs.Config{Client: cl, QueueURL: "q", MaxDeliveries: -1}, "MaxDeliveries"},
 	} {
-		_, err := sqs.New[pgx.Tx](nil, tc.cfg)
-		var ce *sqs.ConfigError
+		_, err := sqs.New(proc, tc.cfg)
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("New(%+v) = %v, want a ConfigError on %s", tc.cfg, err, tc.field)
 		}
@@ -88,11 +89,17 @@ func (f *queueFixture) send(body string) {
 	}
 }
 
-func (f *queueFixture) config(h txinbox.HandlerFunc[pgx.Tx]) sqs.Config[pgx.Tx] {
+func (f *queueFixture) config(h txinbox.HandlerFunc[pgx.Tx]) config {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return sqs.Config[pgx.Tx]{Client: f.cl, QueueURL: f.queueURL, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second,
-		Inbox:  txinbox.Config[pgx.Tx]{Scope: "sqs-test", Handler: h, Logger: quiet},
-		Logger: quiet}
+	return config{Config: sqs.Config{Client: f.cl, QueueURL: f.queueURL, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second,
+		Logger: quiet},
+		Inbox: txinbox.Config[pgx.Tx]{Scope: "sqs-test", Handler: h, Logger: quiet}}
+}
+
+// config is a consumer's Config and its processor's.
+type config struct {
+	sqs.Config
+	Inbox txinbox.Config[pgx.Tx]
 }
 
 func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
@@ -102,12 +109,12 @@ func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 
 // run runs consumers with cfgs until done holds for the sum of their
 // stats, then stops them.
-func (f *queueFixture) run(done func(sqs.Stats) bool, cfgs ...sqs.Config[pgx.Tx]) []*sqs.Consumer[pgx.Tx] {
+func (f *queueFixture) run(done func(sqs.Stats) bool, cfgs ...config) []*sqs.Consumer {
 	f.t.Helper()
-	var cs []*sqs.Consumer[pgx.Tx]
+	var cs []*sqs.Consumer
 	var runs []func(context.Context) error
 	for _, cfg := range cfgs {
-		c, err := sqs.New(f.driver, cfg)
+		c, err := sqs.New(runtest.Processor(f.t, f.driver, cfg.Inbox), cfg.Config)
 		if err != nil {
 			f.t.Fatal(err)
 		}

@@ -4,54 +4,39 @@
 package deliveries
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/txinbox/txinbox"
 )
 
-// Guard wraps the handler of cfg so that a message whose header named
-// countHeader (the broker's delivery count) exceeds max is dead-lettered as
-// a permanent error without running the handler. Deliveries that excused
-// records (their batch failed for a reason tied to no message: the
-// database was away) are not counted: they were not the message's fault.
-// verb names the count in the error ("delivered", "received").
-func Guard[TTx any](cfg txinbox.Config[TTx], countHeader, verb string, max int, excused *Excuses) (txinbox.HandlerFunc[TTx], txinbox.BatchHandlerFunc[TTx]) {
-	check := func(m *txinbox.Message) error {
-		n, _ := strconv.Atoi(m.Header(countHeader))
-		if n > max {
-			e := excused.count(m)
-			switch {
-			case e == 0:
-				return txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d)", verb, n, max))
-			case n-e > max:
-				return txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d) even without the %d after failures of a whole batch",
-					verb, n, max, e))
-			}
-		}
-		return nil
+// Guard dead-letters a message its broker delivered more than Max times,
+// without running the handler. Deliveries that its Excuses record (their
+// batch failed for a reason tied to no message: the database was away)
+// are not counted: they were not the message's fault.
+type Guard struct {
+	// Max is the source's MaxDeliveries.
+	Max int
+	// Verb names the count in the reason ("delivered", "received").
+	Verb string
+	// Excused are the deliveries not counted; nil excuses none.
+	Excused *Excuses
+}
+
+// Check sets m.Refusal to a permanent error when count, the broker's
+// delivery count of m (this delivery included), less the deliveries
+// excused, exceeds Max: the processor then dead-letters m, if it is new,
+// with the reason instead of running the handler.
+func (g *Guard) Check(m *txinbox.Message, count int) {
+	if count <= g.Max {
+		return
 	}
-	if h := cfg.Handler; h != nil {
-		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
-			if err := check(m); err != nil {
-				return err
-			}
-			return h(ctx, tx, m)
-		}, nil
-	}
-	bh := cfg.BatchHandler
-	if bh == nil {
-		return nil, nil // NewProcessor reports it
-	}
-	return nil, func(ctx context.Context, tx TTx, msgs []*txinbox.Message) error {
-		for _, m := range msgs {
-			if err := check(m); err != nil {
-				return err // the batch is redone one message at a time
-			}
-		}
-		return bh(ctx, tx, msgs)
+	switch e := g.Excused.count(m); {
+	case e == 0:
+		m.Refusal = txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d)", g.Verb, count, g.Max))
+	case count-e > g.Max:
+		m.Refusal = txinbox.Permanent(fmt.Errorf("%s %d times, more than MaxDeliveries (%d) even without the %d after failures of a whole batch",
+			g.Verb, count, g.Max, e))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source"
 )
 
 // Counter counts results by outcome; safe for concurrent use.
@@ -24,3 +25,12 @@ func (c *Counter) Count(res []txinbox.Result) {
 
 // Load returns the count of o.
 func (c *Counter) Load(o txinbox.Outcome) int64 { return c.n[o].Load() }
+
+// Snapshot returns the counts, with batchErrors, the batch transactions
+// that did not commit.
+func (c *Counter) Snapshot(batchErrors int64) source.Outcomes {
+	return source.Outcomes{
+		Processed: c.Load(txinbox.Processed), Duplicates: c.Load(txinbox.Duplicate), Drift: c.Load(txinbox.Drift),
+		DeadLettered: c.Load(txinbox.DeadLettered), Retries: c.Load(txinbox.Retry), BatchErrors: batchErrors,
+	}
+}

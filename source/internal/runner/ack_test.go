@@ -17,17 +17,8 @@ type ackRecorder []txinbox.AckInfo
 func (h *ackRecorder) OnAck(_ context.Context, info txinbox.AckInfo) { *h = append(*h, info) }
 
 func TestReportAckFillsScopeAndDuration(t *testing.T) {
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "i.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	hook := &ackRecorder{}
-	proc, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
-		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc := newProcessor(t, txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook}})
 	lost := errors.New("connection closed")
 	start := time.Now().Add(-time.Millisecond) // the ack began at least 1 ms ago
 	ReportAck(context.Background(), proc, "invoices", 10, start, nil)
@@ -46,4 +37,27 @@ func TestReportAckFillsScopeAndDuration(t *testing.T) {
 			t.Errorf("ack %d = %+v, want %+v", i, got, want)
 		}
 	}
+}
+
+// newProcessor returns a processor over a SQLite inbox of its own, with a
+// handler that does nothing unless cfg has one, and scope "s" unless cfg
+// has one.
+func newProcessor(t *testing.T, cfg txinbox.Config[*sql.Tx]) *txinbox.Processor[*sql.Tx] {
+	t.Helper()
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "i.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if cfg.Scope == "" {
+		cfg.Scope = "s"
+	}
+	if cfg.Handler == nil && cfg.BatchHandler == nil {
+		cfg.Handler = func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }
+	}
+	proc, err := txinbox.NewProcessor(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
 }

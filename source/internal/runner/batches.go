@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source"
+	"github.com/txinbox/txinbox/source/internal/deliveries"
 	"github.com/txinbox/txinbox/source/internal/outcomes"
 )
 
@@ -44,6 +47,9 @@ func (b *Batches) Done(res []txinbox.Result, n int, err error) ([]txinbox.Result
 	return res, b.failures
 }
 
+// Snapshot returns the outcome and error counts.
+func (b *Batches) Snapshot() source.Outcomes { return b.Outcomes.Snapshot(b.Errors.Load()) }
+
 func (b *Batches) clock() time.Time {
 	if b.now != nil {
 		return b.now()
@@ -68,4 +74,35 @@ func (b *Batches) FailDelay(backoff txinbox.BackoffFunc) time.Duration {
 // outage.
 func OutageDelay(backoff txinbox.BackoffFunc, failures int, outage time.Duration) time.Duration {
 	return min(backoff(failures), max(outage, backoff(1)))
+}
+
+// Outcome is what became of one batch handed to the processor.
+type Outcome struct {
+	// Results has one result per message; their outcomes are zero when
+	// the batch did not commit.
+	Results []txinbox.Result
+	// Err is Process's error.
+	Err error
+	// Failures counts the batches that failed in a row, this one
+	// included; 0 when Err is nil.
+	Failures int
+	// FailDelay is the redelivery delay of the messages of a failed
+	// batch (see FailDelay); 0 when Err is nil.
+	FailDelay time.Duration
+}
+
+// Process hands msgs to proc, counts the outcome, records in excused the
+// deliveries of a batch that failed as a whole (or forgets those of the
+// messages acked) and gives the redelivery delay of a failed batch by
+// backoff.
+func (b *Batches) Process(ctx context.Context, proc source.Processor, msgs []*txinbox.Message, excused *deliveries.Excuses,
+	backoff txinbox.BackoffFunc) Outcome {
+	res, err := proc.Process(ctx, msgs)
+	o := Outcome{Err: err}
+	o.Results, o.Failures = b.Done(res, len(msgs), err)
+	excused.Record(msgs, o.Results)
+	if err != nil {
+		o.FailDelay = b.FailDelay(backoff)
+	}
+	return o
 }

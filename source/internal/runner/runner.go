@@ -1,7 +1,8 @@
-// Package runner holds the skeleton the broker sources (amqp, jetstream,
-// sqs) share: the defaults of the Config fields they all have, the
-// processor with its delivery-count guard, the once-only Run and the loop
-// that opens a broken session again after a backoff.
+// Package runner holds the skeleton the broker sources share: the start
+// of New (the processor checked, the Config's defaults filled from the
+// processor's settings, the Config validated with errors naming the
+// field), the defaults of the Config fields they all have, the once-only
+// Run and the loop that opens a broken session again after a backoff.
 package runner
 
 import (
@@ -9,36 +10,60 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/source/internal/deliveries"
-	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/source"
 )
 
-// Common points at the Config fields every source has, so that Defaults
-// fills them in place.
-type Common[TTx any] struct {
-	Inbox         *txinbox.Config[TTx]
+// Configure is the start of a source's New: it refuses a nil proc, fills
+// cfg's defaults with defaults (which reads the processor's settings) and
+// checks the result with validate, which records the first invalid field
+// in Checks.
+func Configure[C any](pkg string, proc source.Processor, cfg C, defaults func(C, txinbox.Settings) C,
+	validate func(C, txinbox.Settings, *Checks)) (C, error) {
+	if proc == nil {
+		return cfg, errors.New(pkg + ": New: the processor is nil (build it with txinbox.NewProcessor)")
+	}
+	s := proc.Settings()
+	cfg = defaults(cfg, s)
+	v := &Checks{pkg: pkg}
+	validate(cfg, s, v)
+	return cfg, v.err
+}
+
+// Checks collects the first invalid field of a Config.
+type Checks struct {
+	pkg string
+	err error
+}
+
+// Require records, unless an earlier field was invalid, that field is
+// invalid for msg when ok is false. The error is a *txinbox.ConfigError
+// prefixed with the package: "kafka: txinbox: invalid Config.Seeds:
+// required".
+func (v *Checks) Require(ok bool, field, msg string) {
+	if !ok && v.err == nil {
+		v.err = fmt.Errorf("%s: %w", v.pkg, &txinbox.ConfigError{Field: field, Msg: msg})
+	}
+}
+
+// Common points at the Config fields the sources share, so that Defaults
+// fills them in place and Check validates them.
+type Common struct {
+	// MaxDeliveries is nil for a source without a delivery count.
 	MaxDeliveries *int
 	ErrorBackoff  *txinbox.BackoffFunc
 	Logger        **slog.Logger
 }
 
-// Defaults fills the shared defaults: Inbox.MaxBatchSize 100,
-// Inbox.MaxAttempts 10, MaxDeliveries 2 × Inbox.MaxAttempts, ErrorBackoff
-// backoff, Logger slog.Default() and Inbox.Logger Logger. A source sets
-// Inbox.Scope before and its own fields after.
-func (c Common[TTx]) Defaults(backoff txinbox.BackoffFunc) {
-	if c.Inbox.MaxBatchSize == 0 {
-		c.Inbox.MaxBatchSize = 100
-	}
-	if c.Inbox.MaxAttempts == 0 {
-		c.Inbox.MaxAttempts = 10
-	}
-	if *c.MaxDeliveries == 0 {
-		*c.MaxDeliveries = 2 * c.Inbox.MaxAttempts
+// Defaults fills the shared defaults: MaxDeliveries 2 × the processor's
+// MaxAttempts, ErrorBackoff backoff and Logger slog.Default().
+func (c Common) Defaults(s txinbox.Settings, backoff txinbox.BackoffFunc) {
+	if c.MaxDeliveries != nil && *c.MaxDeliveries == 0 {
+		*c.MaxDeliveries = 2 * s.MaxAttempts
 	}
 	if *c.ErrorBackoff == nil {
 		*c.ErrorBackoff = backoff
@@ -46,25 +71,13 @@ func (c Common[TTx]) Defaults(backoff txinbox.BackoffFunc) {
 	if *c.Logger == nil {
 		*c.Logger = slog.Default()
 	}
-	if c.Inbox.Logger == nil {
-		c.Inbox.Logger = *c.Logger
-	}
 }
 
-// NewProcessor guards the handler of *inbox with deliveries.Guard (header
-// countHeader, verb, maxDeliveries), stores the guarded handler back in
-// *inbox and returns the processor and the guard's Excuses (the source
-// adds the messages of every batch that failed as a whole, and settles
-// every batch), or an error prefixed "<pkg>: Config.Inbox: ".
-func NewProcessor[TTx any](pkg string, driver store.Driver[TTx], inbox *txinbox.Config[TTx], countHeader, verb string,
-	maxDeliveries int) (*txinbox.Processor[TTx], *deliveries.Excuses, error) {
-	excused := deliveries.NewExcuses()
-	inbox.Handler, inbox.BatchHandler = deliveries.Guard(*inbox, countHeader, verb, maxDeliveries, excused)
-	proc, err := txinbox.NewProcessor(driver, *inbox)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: Config.Inbox: %w", pkg, err)
+// Check validates the shared fields.
+func (c Common) Check(v *Checks) {
+	if c.MaxDeliveries != nil {
+		v.Require(*c.MaxDeliveries >= 1, "MaxDeliveries", "must be at least 1")
 	}
-	return proc, excused, nil
 }
 
 // Once lets Run start once; its zero value is ready.
@@ -111,5 +124,28 @@ func Wait(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Every calls f every d, from a goroutine of its own, until the returned
+// stop is called; stop waits for a call in progress to return.
+func Every(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }

@@ -2,9 +2,12 @@ package runner
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,22 +57,53 @@ func TestReconnectCountsConsecutiveBrokenSessions(t *testing.T) {
 }
 
 func TestDefaultsFillOnlyZeroFields(t *testing.T) {
-	var inbox txinbox.Config[struct{}]
 	var maxDeliveries int
 	var backoff txinbox.BackoffFunc
 	var logger *slog.Logger
-	Common[struct{}]{&inbox, &maxDeliveries, &backoff, &logger}.Defaults(txinbox.DefaultBackoff)
-	if inbox.MaxBatchSize != 100 || inbox.MaxAttempts != 10 || maxDeliveries != 20 || backoff == nil ||
-		logger != slog.Default() || inbox.Logger != logger {
-		t.Fatalf("defaults: batch %d attempts %d deliveries %d backoff set %v logger %v inbox logger %v",
-			inbox.MaxBatchSize, inbox.MaxAttempts, maxDeliveries, backoff != nil, logger, inbox.Logger)
+	Common{&maxDeliveries, &backoff, &logger}.Defaults(txinbox.Settings{MaxAttempts: 10}, txinbox.DefaultBackoff)
+	if maxDeliveries != 20 || backoff == nil || logger != slog.Default() {
+		t.Fatalf("defaults: deliveries %d backoff set %v logger %v", maxDeliveries, backoff != nil, logger)
 	}
 	own := slog.New(slog.DiscardHandler)
-	inbox = txinbox.Config[struct{}]{MaxBatchSize: 7, MaxAttempts: 3}
 	maxDeliveries, logger = 0, own
-	Common[struct{}]{&inbox, &maxDeliveries, &backoff, &logger}.Defaults(nil)
-	if inbox.MaxBatchSize != 7 || maxDeliveries != 6 || logger != own || inbox.Logger != own {
-		t.Fatalf("kept: batch %d deliveries %d, logger kept %v, inbox logger %v", inbox.MaxBatchSize, maxDeliveries, logger == own, inbox.Logger == own)
+	Common{&maxDeliveries, &backoff, &logger}.Defaults(txinbox.Settings{MaxAttempts: 3}, nil)
+	if maxDeliveries != 6 || logger != own {
+		t.Fatalf("kept: deliveries %d, logger kept %v", maxDeliveries, logger == own)
+	}
+	maxDeliveries = 7
+	Common{&maxDeliveries, &backoff, &logger}.Defaults(txinbox.Settings{MaxAttempts: 3}, nil)
+	if maxDeliveries != 7 {
+		t.Fatalf("MaxDeliveries 7 became %d", maxDeliveries)
+	}
+}
+
+// TestConfigureNamesTheFirstBadField: the error of New is a
+// txinbox.ConfigError on the first invalid field, after the defaults read
+// from the processor's settings, and a nil processor is refused.
+func TestConfigureNamesTheFirstBadField(t *testing.T) {
+	type cfg struct{ A, B int }
+	defaults := func(c cfg, s txinbox.Settings) cfg {
+		if c.A == 0 {
+			c.A = s.MaxBatchSize
+		}
+		return c
+	}
+	validate := func(c cfg, _ txinbox.Settings, v *Checks) {
+		v.Require(c.A <= 100, "A", "at most 100")
+		v.Require(c.B >= 0, "B", "must not be negative")
+	}
+	proc := newProcessor(t, txinbox.Config[*sql.Tx]{MaxBatchSize: 50})
+	got, err := Configure("x", proc, cfg{}, defaults, validate)
+	if err != nil || got.A != 50 {
+		t.Fatalf("Configure = %+v, %v; want A 50 from the processor", got, err)
+	}
+	_, err = Configure("x", proc, cfg{A: 101, B: -1}, defaults, validate)
+	var ce *txinbox.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "A" || !strings.HasPrefix(err.Error(), "x: ") {
+		t.Fatalf("Configure = %v, want a ConfigError on A prefixed x:", err)
+	}
+	if _, err := Configure[cfg]("x", nil, cfg{}, defaults, validate); err == nil || !strings.Contains(err.Error(), "processor is nil") {
+		t.Fatalf("Configure(nil processor) = %v", err)
 	}
 }
 
@@ -132,5 +166,25 @@ func TestFailDelayFollowsTime(t *testing.T) {
 	b.Done(nil, 1, errors.New("down again"))
 	if d := b.FailDelay(backoff); d != time.Second {
 		t.Errorf("first failure of a new outage: delay %s, want backoff(1) = 1s", d)
+	}
+}
+
+// TestEveryStopsAndWaits: f runs on each tick until stop, and not after
+// stop returned.
+func TestEveryStopsAndWaits(t *testing.T) {
+	var n atomic.Int32
+	stop := Every(time.Millisecond, func() { n.Add(1) })
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("f did not run 3 times within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	after := n.Load()
+	time.Sleep(10 * time.Millisecond)
+	if n.Load() != after {
+		t.Errorf("f ran %d more times after stop", n.Load()-after)
 	}
 }

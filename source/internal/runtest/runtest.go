@@ -3,12 +3,16 @@ package runtest
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // Until starts each of runs (a Consumer's Run) in its own goroutine and
@@ -64,4 +68,27 @@ func (h *AckRecorder) Acks() []txinbox.AckInfo {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.acks)
+}
+
+// Processor builds a processor of cfg over d, failing t on an error.
+func Processor[TTx any](t testing.TB, d store.Driver[TTx], cfg txinbox.Config[TTx]) *txinbox.Processor[TTx] {
+	t.Helper()
+	proc, err := txinbox.NewProcessor(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
+}
+
+// ConfigProcessor is a processor for tests of a source's configuration
+// (scope "test", the processor's defaults), over a SQLite inbox of its own.
+func ConfigProcessor(t testing.TB) *txinbox.Processor[*sql.Tx] {
+	t.Helper()
+	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return Processor(t, d, txinbox.Config[*sql.Tx]{Scope: "test",
+		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
 }

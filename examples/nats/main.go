@@ -1,0 +1,101 @@
+// Command nats consumes a NATS JetStream stream into a SQLite inbox
+// through a durable pull consumer: each message's side effect (a row of
+// the invoices table) commits once, in the transaction that records its
+// id, and the message is acked only after that commit. A publisher's
+// re-send with the same Nats-Msg-Id is a duplicate. Ctrl-C stops it.
+//
+//	go run ./examples/nats -url nats://127.0.0.1:4222 -stream INVOICES
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/source/jetstream"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "nats example:", err)
+		os.Exit(1)
+	}
+}
+
+// run consumes until ctx is done, then prints what the consumer did.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
+	url := fs.String("url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (default $NATS_URL)")
+	stream := fs.String("stream", "INVOICES", "JetStream stream consumed (it must exist)")
+	consumer := fs.String("consumer", "invoicer", "durable consumer, created or updated at start")
+	dbPath := fs.String("db", "inbox.db", "SQLite file of the inbox and the invoices table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	driver, err := openInbox(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer driver.Close()
+	proc, err := newProcessor(driver, *consumer)
+	if err != nil {
+		return err
+	}
+	// The source: it hands the processor batches and acks what committed.
+	c, err := jetstream.New(proc, jetstream.Config{URL: *url, Stream: *stream, Consumer: *consumer})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consuming stream %s at %s into %s; Ctrl-C stops\n", *stream, *url, *dbPath)
+	if err := c.Run(ctx); err != nil {
+		return err
+	}
+	s := c.Stats()
+	fmt.Fprintf(out, "processed %d, duplicates %d, dead-lettered %d, acked %d\n", s.Processed, s.Duplicates, s.DeadLettered, s.Acked)
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// openInbox opens the SQLite inbox at path, migrated, with the invoices
+// table the handler writes.
+func openInbox(ctx context.Context, path string) (*sqlitestore.Driver, error) {
+	driver, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err = driver.Migrate(ctx); err == nil {
+		_, err = driver.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (message_id TEXT PRIMARY KEY, body TEXT)`)
+	}
+	if err != nil {
+		driver.Close()
+		return nil, err
+	}
+	return driver, nil
+}
+
+// newProcessor builds the processor: the inbox scope and the side effect,
+// run in the inbox's own transaction.
+func newProcessor(driver *sqlitestore.Driver, scope string) (*txinbox.Processor[*sql.Tx], error) {
+	return txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{
+		Scope: scope,
+		Handler: func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?)`, m.ID, string(m.Payload))
+			return err
+		},
+	})
+}
