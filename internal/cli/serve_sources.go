@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +19,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -54,8 +52,11 @@ type sourceFlags struct {
 	KafkaRetention, AMQPRetention, SQSRetention, NATSRetention string
 
 	amqpWindow, natsWindow time.Duration // parsed by validate
-	// retentions are the parsed retentions by source name.
+	// retentions are the parsed retentions by source kind.
 	retentions map[string]retention
+	// name names a source of a config file's list (serve_config.go);
+	// empty for the flags' sources, named by their kind.
+	name string
 }
 
 // retention is how long a scope's inbox rows are kept, and the flag that
@@ -507,66 +508,6 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 		},
 		horizons: func(context.Context) ([]horizon, error) { return []horizon{window}, nil },
 	}, nil
-}
-
-// drainHook detaches each batch transaction of the broker sources from the
-// stop signal: on SIGTERM the sources stop fetching (their run context is
-// cancelled) but a batch already in its transaction commits and is acked,
-// rather than rolled back and redelivered. hard, cancelled when
-// --shutdown-timeout passes, still cuts it: then nothing of it is acked.
-// inFlight counts the batches in their transaction, for a stop that
-// times out to say whether it cut any.
-type drainHook struct {
-	hard     context.Context
-	inFlight *atomic.Int64
-}
-
-var _ txinbox.BatchStartHook = drainHook{}
-
-// OnBatchStart gives the batch a context that only hard cancels.
-func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, func(error)) {
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(h.hard, cancel)
-	h.inFlight.Add(1)
-	return bctx, func(error) { h.inFlight.Add(-1); stop(); cancel() }
-}
-
-// lagCollector exports txinbox_source_lag{scope,source,partition}: the
-// messages a source has not delivered or committed yet, read from the
-// broker at each scrape (Kafka: end offset minus the group's committed
-// offset per partition; SQS: ApproximateNumberOfMessages; NATS: the
-// consumer's NumPending; RabbitMQ: the queue's ready messages).
-type lagCollector struct {
-	desc *prometheus.Desc
-	srcs []*serveSource
-}
-
-func newLagCollector(srcs []*serveSource) lagCollector {
-	return lagCollector{srcs: srcs, desc: prometheus.NewDesc("txinbox_source_lag",
-		"Messages waiting in the source (Kafka: per partition, end offset minus committed offset).",
-		[]string{"scope", "source", "partition"}, nil)}
-}
-
-// Describe implements prometheus.Collector.
-func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect implements prometheus.Collector; a source that does not answer
-// within 2s is left out of this scrape.
-func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.srcs {
-		if s.lag == nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		lags, err := s.lag(ctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for part, n := range lags {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), s.scope, s.name, part)
-		}
-	}
 }
 
 // sqsConfig loads the AWS configuration the way the AWS CLI and SDKs do:

@@ -1,4 +1,4 @@
-package purger_test
+package purge_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/purger"
+	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -47,7 +47,7 @@ func TestRoundPurgesExpiredInAdaptiveBatches(t *testing.T) {
 	t.Parallel()
 	d := newStore(t, 2500)
 	var batches int
-	pg, err := purger.New(d, purger.Config{Retention: 30 * 24 * time.Hour, BatchSize: 500, MinBatch: 100, MaxBatch: 4000,
+	pg, err := purge.New(d, purge.Config{Retention: 30 * 24 * time.Hour, BatchSize: 500, MinBatch: 100, MaxBatch: 4000,
 		TargetBatchTime: time.Hour, // every batch is "fast": the size doubles
 		OnBatch:         func(store.PurgeResult, time.Duration) { batches++ }})
 	if err != nil {
@@ -103,10 +103,10 @@ func TestPurgeSkipsLockedRowsAndOnePurgerRuns(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	if _, err := purger.New(nil, purger.Config{}); err == nil {
+	if _, err := purge.New(nil, purge.Config{}); err == nil {
 		t.Error("no retention accepted")
 	}
-	if _, err := purger.New(nil, purger.Config{Retention: time.Hour, BatchSize: 10, MinBatch: 100}); err == nil {
+	if _, err := purge.New(nil, purge.Config{Retention: time.Hour, BatchSize: 10, MinBatch: 100}); err == nil {
 		t.Error("batch below the minimum accepted")
 	}
 }
@@ -203,7 +203,7 @@ func testHotPathNeverWaits(t *testing.T, partitioned bool) {
 	for batches.Load() < 8 && len(errs) == 0 {
 		runtime.Gosched()
 	}
-	pg, err := purger.New(cd, purger.Config{Retention: 30 * 24 * time.Hour, BatchSize: 5000})
+	pg, err := purge.New(cd, purge.Config{Retention: 30 * 24 * time.Hour, BatchSize: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +299,8 @@ func TestScopesKeepTheirOwnRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := 24 * time.Hour
-	pg, err := purger.New(d, purger.Config{Retention: 30 * day,
-		Scopes: []purger.ScopeRetention{{Scope: "short", Retention: 7 * day}, {Scope: "long", Retention: 60 * day}}})
+	pg, err := purge.New(d, purge.Config{Retention: 30 * day,
+		Scopes: []purge.ScopeRetention{{Scope: "short", Retention: 7 * day}, {Scope: "long", Retention: 60 * day}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,10 +320,10 @@ func TestScopesKeepTheirOwnRetention(t *testing.T) {
 	if left["short"] != 0 || left["long"] != 2 || left["unlisted"] != 2 || total.Inbox != 5 {
 		t.Errorf("left %v after purging %d, want short 0, long 2, unlisted 2 (5 purged)", left, total.Inbox)
 	}
-	if _, err := purger.New(d, purger.Config{Retention: day, Scope: "a", Scopes: []purger.ScopeRetention{{Scope: "b", Retention: day}}}); err == nil {
+	if _, err := purge.New(d, purge.Config{Retention: day, Scope: "a", Scopes: []purge.ScopeRetention{{Scope: "b", Retention: day}}}); err == nil {
 		t.Error("Scope with Scopes: no error")
 	}
-	if _, err := purger.New(d, purger.Config{Retention: day, Scopes: []purger.ScopeRetention{{Scope: "b"}}}); err == nil {
+	if _, err := purge.New(d, purge.Config{Retention: day, Scopes: []purge.ScopeRetention{{Scope: "b"}}}); err == nil {
 		t.Error("a scope without retention: no error")
 	}
 }
