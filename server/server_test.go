@@ -67,7 +67,9 @@ func (s *chanSource) Ready(context.Context) error { return s.ready }
 
 func (s *chanSource) Lag(context.Context) ([]source.Lag, error) { return s.lag, nil }
 
-func (s *chanSource) RedeliveryHorizons(context.Context) ([]source.Horizon, error) { return s.horizons, nil }
+func (s *chanSource) RedeliveryHorizons(context.Context) ([]source.Horizon, error) {
+	return s.horizons, nil
+}
 
 func (s *chanSource) ackedIDs() []string {
 	s.mu.Lock()
