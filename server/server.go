@@ -99,6 +99,14 @@ func (s *Server) RequestHooks() []txinbox.Hook {
 // of the caller's own (the outbox relay's, say).
 func (s *Server) Metrics() *prometheus.Registry { return s.cfg.Registry }
 
+// Config returns the server's configuration with its defaults filled in
+// and what was added.
+func (s *Server) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
 // Add adds sources before Run.
 func (s *Server) Add(srcs ...Source) error {
 	return s.add(func(c *Config) { c.Sources = append(c.Sources, srcs...) })

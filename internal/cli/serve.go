@@ -11,6 +11,7 @@ import (
 
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jackc/pgx/v5"
 
@@ -223,67 +224,93 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	if db.pg != nil {
 		return serveWith[pgx.Tx](ctx, env, &o, db, db.pg, pgTxExec, func(ctx context.Context) (as4.Store[pgx.Tx], error) {
-			st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
-			if err == nil {
-				err = st.Migrate(ctx)
-			}
-			return st, err
+			return pgAS4(ctx, db, &o)
 		})
 	}
 	return serveWith[*sql.Tx](ctx, env, &o, db, db.lite, sqlTxExec, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
-		st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
-		if err == nil {
-			err = st.Migrate(ctx)
-		}
-		return st, err
+		return sqliteAS4(ctx, db, &o)
 	})
 }
 
-// serveWith builds the service (package server) from the options, adds
-// the AS4 endpoint and the broker sources, and runs it until ctx is done.
+// pgAS4 and sqliteAS4 open and migrate the AS4 tables.
+func pgAS4(ctx context.Context, db *inboxDB, o *serveOptions) (as4.Store[pgx.Tx], error) {
+	st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
+	if err == nil {
+		err = st.Migrate(ctx)
+	}
+	return st, err
+}
+
+func sqliteAS4(ctx context.Context, db *inboxDB, o *serveOptions) (as4.Store[*sql.Tx], error) {
+	st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
+	if err == nil {
+		err = st.Migrate(ctx)
+	}
+	return st, err
+}
+
+// serveWith builds the service and runs it until ctx is done.
 func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
 	exec txExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
-	fail := func(code int, err error) int {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		return code
-	}
 	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
-		return fail(ExitUsage, err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
 	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
 	if err != nil {
-		return fail(ExitUsage, err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitUsage
 	}
 	defer stopTraces() // after the sources stopped: their last spans are flushed
+	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
+	defer closeAll() // after the server stopped: the batches in flight commit
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return code
+	}
+	return serveExit(env, srv.Run(ctx))
+}
+
+// buildServer builds the service (package server) of the options, with
+// the AS4 endpoint and the broker sources added; closeAll closes what it
+// opened, once the server stopped. code is the exit status of err.
+func buildServer[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
+	exec txExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger,
+	tp trace.TracerProvider) (srv *server.Server, closeAll func(), code int, err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
 	var as4Store as4.Store[TTx]
 	if o.AS4Listen != "" {
 		if as4Store, err = newAS4(ctx); err != nil {
-			return fail(ExitFailure, fmt.Errorf("AS4 tables: %w", err))
+			return nil, closeAll, ExitFailure, fmt.Errorf("AS4 tables: %w", err)
 		}
 	}
 	cfg, closeRelay, err := o.serverConfig(env, db, logger, tp, as4Store)
 	if err != nil {
-		return fail(ExitUsage, err)
+		return nil, closeAll, ExitUsage, err
 	}
-	defer closeRelay()
-	srv, err := server.New(cfg)
-	if err != nil {
-		return fail(ExitUsage, err)
+	closers = append(closers, closeRelay)
+	if srv, err = server.New(cfg); err != nil {
+		return nil, closeAll, ExitUsage, err
 	}
 	if as4Store != nil {
 		h, err := addAS4(srv, o, db, driver, exec, as4Store, logger)
 		if err != nil {
-			return fail(ExitUsage, err)
+			return nil, closeAll, ExitUsage, err
 		}
-		defer h.Close() // after the server stopped: the batches in flight commit
+		closers = append(closers, func() { h.Close() })
 	}
 	closeSources, err := addSources(ctx, srv, o, db, driver, exec, env, logger)
 	if err != nil {
-		return fail(ExitUsage, err)
+		return nil, closeAll, ExitUsage, err
 	}
-	defer closeSources()
-	return serveExit(env, srv.Run(ctx))
+	closers = append(closers, closeSources)
+	return srv, closeAll, ExitOK, nil
 }
 
 // serveExit prints Run's error and returns serve's exit status: 2 for a
