@@ -215,6 +215,9 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	db, err := openDB(ctx, o.db, 8)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		if _, down := errors.AsType[connectError](err); down {
+			return ExitFailure // the database does not answer: it may later
+		}
 		return ExitUsage
 	}
 	defer db.close()

@@ -138,3 +138,13 @@ func httpGet(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestServeUnreachableDatabase: a database that does not answer is a
+// failure of the run (exit 1, docs/operations.md), not bad input.
+func TestServeUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	code, _, errs := runServeArgs(t, "--db", "postgres://txinbox@"+deadAddr(t)+"/x?connect_timeout=2", "--as4-listen", "127.0.0.1:0")
+	if code != cli.ExitFailure || !strings.Contains(errs, "connecting to postgres://txinbox@127.0.0.1") {
+		t.Errorf("exit %d, %q; want 1 and the database named", code, errs)
+	}
+}
