@@ -288,7 +288,7 @@ func unique(names map[string]bool, name string) error {
 func (s Source) validate() error {
 	switch {
 	case s.Name == "":
-		return errors.New("Name is required")
+		return errors.New("a name is required (Name)")
 	case s.Scope == "":
 		return fmt.Errorf("source %s: Scope is required", s.Name)
 	case s.Source == nil:
@@ -302,7 +302,7 @@ func (s Source) validate() error {
 func (e Endpoint) validate() error {
 	switch {
 	case e.Name == "":
-		return errors.New("Name is required")
+		return errors.New("a name is required (Name)")
 	case e.Listen == "" || e.Handler == nil:
 		return fmt.Errorf("endpoint %s: Listen and Handler are required", e.Name)
 	case e.Retention.Keep < 0:
