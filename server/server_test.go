@@ -291,7 +291,9 @@ func TestRetentionRefusal(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !accept {
-			err := srv.Run(context.Background())
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := srv.Run(ctx) // returns at once when refused, at the timeout when not
+			cancel()
 			var short *server.RetentionError
 			if !errors.As(err, &short) || !strings.Contains(err.Error(),
 				`retention 3d is shorter than retention.ms=604800000 (7d) of Kafka topic "invoices"`) {
