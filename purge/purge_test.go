@@ -327,3 +327,61 @@ func TestScopesKeepTheirOwnRetention(t *testing.T) {
 		t.Error("a scope without retention: no error")
 	}
 }
+
+// TestTablesGoWithTheAllScopePass: Config.Tables are purged after the
+// inbox, batch by batch, with the longest retention's cutoff, not in a
+// scope's pass; DryRun counts them and deletes nothing; a one-scope purge
+// leaves them alone.
+func TestTablesGoWithTheAllScopePass(t *testing.T) {
+	t.Parallel()
+	d := newStore(t, 10)
+	ctx := context.Background()
+	pool := d.Pool()
+	_, err := pool.Exec(ctx, `CREATE TABLE receipts (id int, sent_at timestamptz);
+		INSERT INTO receipts SELECT g, now() - interval '50 days' FROM generate_series(1, 7) g;
+		INSERT INTO receipts SELECT g, now() - interval '40 days' FROM generate_series(8, 9) g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := purge.Table{Name: "receipts",
+		Purge: func(ctx context.Context, before time.Time, limit int) (int64, error) {
+			tag, err := pool.Exec(ctx, `DELETE FROM receipts WHERE ctid = ANY(ARRAY(SELECT ctid FROM receipts WHERE sent_at < $1 LIMIT $2))`, before, limit)
+			return tag.RowsAffected(), err
+		},
+		Count: func(ctx context.Context, before time.Time) (n int64, err error) {
+			err = pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE sent_at < $1`, before).Scan(&n)
+			return n, err
+		}}
+	day := 24 * time.Hour
+	var batches int
+	cfg := purge.Config{Retention: 30 * day, Scopes: []purge.ScopeRetention{{Scope: "s", Retention: 45 * day}},
+		Tables: []purge.Table{table}, BatchSize: 3, MinBatch: 3, MaxBatch: 3,
+		OnTableBatch: func(string, int64, time.Duration) { batches++ }}
+	p, err := purge.New(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := p.DryRun(ctx)
+	if err != nil || dry.Tables["receipts"] != 9 {
+		t.Fatalf("dry run: %+v, %v; want 9 receipts past 30d", dry, err)
+	}
+	res, err := p.Round(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM receipts`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	// The longest retention is 45d: the receipts 40 days old stay.
+	if res.Tables["receipts"] != 7 || left != 2 || batches != 3 || res.Total() != res.Inbox+res.Attempts+res.Drift+7 {
+		t.Errorf("purged %v receipts in %d batches, %d left; want 7 in 3 batches, 2 left", res.Tables, batches, left)
+	}
+	one, err := purge.New(d, purge.Config{Retention: day, Scope: "s", Tables: []purge.Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := one.Round(ctx); err != nil || len(res.Tables) != 0 {
+		t.Errorf("a one-scope round: %+v, %v; want the tables left alone", res, err)
+	}
+}

@@ -22,7 +22,11 @@ import (
 // object with one entry per check either way), /metrics (the registry)
 // and Config.Handlers. Run serves it on Config.HTTPListen; serve it on a
 // listener of your own otherwise.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// newHandler builds Handler; a pattern of Config.Handlers that is invalid
+// or taken is an error, not the panic of http.ServeMux.
+func (s *Server) newHandler() (h http.Handler, err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n")) //nolint:errcheck // the client went away
@@ -30,9 +34,24 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	for pattern, h := range s.cfg.Handlers {
-		mux.Handle(pattern, h)
+		if err := mount(mux, pattern, h); err != nil {
+			return nil, err
+		}
 	}
-	return mux
+	return mux, nil
+}
+
+func mount(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	if h == nil {
+		return fmt.Errorf("server: Config.Handlers[%q] is nil", pattern)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("server: Config.Handlers[%q]: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +69,7 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 // "started", and one per source that is a source.Readier and per relay,
 // by name. Each entry is "ok" or what is wrong; ok is whether all are.
 func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) {
+	cfg := s.Config()
 	checks, ok = map[string]string{"started": "ok"}, true
 	set := func(name string, err error) {
 		checks[name] = "ok"
@@ -57,18 +77,18 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 			checks[name], ok = err.Error(), false
 		}
 	}
-	if s.cfg.Ping != nil {
-		set("database", s.cfg.Ping(ctx))
+	if cfg.Ping != nil {
+		set("database", cfg.Ping(ctx))
 	}
 	if !s.ready.Load() {
 		checks["started"], ok = "not started or stopping", false
 	}
-	for _, src := range s.cfg.Sources {
+	for _, src := range cfg.Sources {
 		if rd, isReadier := src.Source.(source.Readier); isReadier {
 			set(src.Name, rd.Ready(ctx))
 		}
 	}
-	for _, r := range s.cfg.Relays {
+	for _, r := range cfg.Relays {
 		// Not ready while its claims or recordings fail: rows wait
 		// although the rest of the server looks fine.
 		set(r.Name, r.Relay.Health().Err())

@@ -92,5 +92,5 @@ func (s *Server) CheckRetention(ctx context.Context) error {
 		}
 		return nil
 	}
-	return &RetentionError{Shortfalls: short, Hint: "raise the retention, or pass " + s.cfg.AcceptShortRetentionName + " to accept it"}
+	return &RetentionError{Shortfalls: short, Hint: "raise the retention, or accept the shortfall with " + s.cfg.AcceptShortRetentionName}
 }

@@ -48,8 +48,9 @@ type Server struct {
 	// inFlight counts the sources' batches in their transaction.
 	inFlight *atomic.Int64
 	// ready is true from the start of the sources to the stop.
-	ready *atomic.Bool
-	hooks []txinbox.Hook
+	ready   *atomic.Bool
+	hooks   []txinbox.Hook
+	handler http.Handler
 
 	mu      sync.Mutex
 	started bool
@@ -67,6 +68,10 @@ func New(cfg Config) (*Server, error) {
 	s.hooks = []txinbox.Hook{cfg.Metrics}
 	if cfg.TracerProvider != nil {
 		s.hooks = append(s.hooks, txotel.New(cfg.TracerProvider))
+	}
+	var err error
+	if s.handler, err = s.newHandler(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

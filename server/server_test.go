@@ -352,3 +352,24 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestHandlersMounted: Config.Handlers are served beside /healthz; a
+// pattern taken by the server is an error of New, not a panic.
+func TestHandlersMounted(t *testing.T) {
+	t.Parallel()
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console "+r.URL.Path) })
+	srv, err := server.New(server.Config{Logger: quiet(), Handlers: map[string]http.Handler{"/ui/": ui}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(srv.Handler(), "/ui/scopes"); code != 200 || body != "console /ui/scopes" {
+		t.Errorf("/ui/scopes = %d %q", code, body)
+	}
+	if code, body := get(srv.Handler(), "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	_, err = server.New(server.Config{Handlers: map[string]http.Handler{"GET /healthz": ui}})
+	if err == nil || !strings.Contains(err.Error(), `Config.Handlers["GET /healthz"]`) {
+		t.Errorf("a handler on GET /healthz: %v, want an error naming it", err)
+	}
+}

@@ -171,7 +171,7 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	o.sources.register(fs)
 	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
-	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names; the environment's TXINBOX_* and the flags win)")
+	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
