@@ -22,9 +22,9 @@ func applyConfig(fs *flag.FlagSet, env *Env, path string) error {
 	return err
 }
 
-// section reads one item of a list section of a config file (serve's
-// "kafka:" list of Kafka sources); at is "config FILE line N" of the item.
-type section func(item *yaml.Node, at string) error
+// section reads one item of a list section of the config file at path
+// (serve's "kafka:" list of Kafka sources).
+type section func(item *yaml.Node, path string) error
 
 // configOrigins says where each flag set by the file or the environment
 // got its value ("config FILE line N", "environment TXINBOX_X"), so that
@@ -126,11 +126,10 @@ func applySection(path string, k, v *yaml.Node, sec section) error {
 		return fmt.Errorf("config %s line %d: %s: want a list of sections, e.g. %s: [{name: a, ...}, {name: b, ...}]", path, v.Line, k.Value, k.Value)
 	}
 	for _, item := range v.Content {
-		at := fmt.Sprintf("config %s line %d", path, item.Line)
 		if item.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s: %s: want a mapping of settings", at, k.Value)
+			return fmt.Errorf("config %s line %d: %s: want a mapping of settings", path, item.Line, k.Value)
 		}
-		if err := sec(item, at); err != nil {
+		if err := sec(item, path); err != nil {
 			return err
 		}
 	}

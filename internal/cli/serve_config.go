@@ -27,8 +27,8 @@ type listedSource struct {
 func (o *serveOptions) sourceSections() map[string]section {
 	out := map[string]section{}
 	for _, kind := range sourceKinds {
-		out[kind] = func(item *yaml.Node, at string) error {
-			ls, err := readListedSource(kind, item, at)
+		out[kind] = func(item *yaml.Node, path string) error {
+			ls, err := readListedSource(kind, item, path)
 			if err == nil {
 				o.listed = append(o.listed, ls)
 			}
@@ -41,7 +41,8 @@ func (o *serveOptions) sourceSections() map[string]section {
 // readListedSource reads one item: name, and the kind's flags without the
 // kind's prefix (brokers for --kafka-brokers). Its scope defaults to its
 // name.
-func readListedSource(kind string, item *yaml.Node, at string) (listedSource, error) {
+func readListedSource(kind string, item *yaml.Node, path string) (listedSource, error) {
+	at := fmt.Sprintf("config %s line %d", path, item.Line)
 	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	ls := listedSource{kind: kind, at: at}
@@ -59,7 +60,7 @@ func readListedSource(kind string, item *yaml.Node, at string) (listedSource, er
 				at, kind, k.Value, kind, kind+"-")
 		}
 		if err := setFromYAML(fs, name, v, nil); err != nil {
-			return ls, fmt.Errorf("config line %d: %s source: %s: %w", v.Line, kind, k.Value, err)
+			return ls, fmt.Errorf("config %s line %d: %s source: %s: %w", path, v.Line, kind, k.Value, err)
 		}
 		scoped = scoped || k.Value == "scope"
 	}

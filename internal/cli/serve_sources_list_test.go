@@ -106,6 +106,7 @@ func TestServeSourceListErrors(t *testing.T) {
 		{"kafka:\n  - {name: a, brokers: k:9092, topics: t}\n", `line 2: kafka source "a": --kafka-group is required`},
 		{"sqs:\n  - {name: a, queue-url: http://q/1, region: r}\n  - {name: a, queue-url: http://q/2, region: r}\n", `line 3: two sources are named "a"`},
 		{"kafka: k:9092\n", "kafka: want a list of sections"},
+		{"nats:\n  - name: a\n    url: nats://n:4222\n    stream: S\n    consumer: c\n    ack-wait: soon\n", `config FILE line 6: nats source: ack-wait: invalid value "soon"`},
 		{"retention: later\nas4-listen: :0\n", `config FILE line 1: --retention: "later" is not a positive duration`},
 	} {
 		conf := filepath.Join(t.TempDir(), "c.yaml")
