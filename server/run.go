@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,7 +68,7 @@ func (s *Server) run(ctx context.Context, eps []*endpoint) error {
 	names := s.startUnits(runCtx, units, &wg, stopped, failed)
 	for _, e := range eps {
 		go func() {
-			if err := e.srv.Serve(e.ln); err != nil {
+			if err := e.srv.Serve(e.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("%s endpoint: %w", e.Name, err)
 			}
 		}()
