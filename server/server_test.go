@@ -373,3 +373,67 @@ func TestHandlersMounted(t *testing.T) {
 		t.Errorf("a handler on GET /healthz: %v, want an error naming it", err)
 	}
 }
+
+// lines is a Progress writer that hands each line to a channel.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) {
+	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l <- s
+	}
+	return len(p), nil
+}
+
+// TestEndpointAnswersTheRequestInFlight: a stop while an endpoint's
+// request is in its handler lets the request be answered; the endpoint
+// takes no new one.
+func TestEndpointAnswersTheRequestInFlight(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "receipt")
+	})
+	progress := make(lines, 16)
+	srv, err := server.New(server.Config{Logger: quiet(), Progress: progress, ShutdownTimeout: 20 * time.Second,
+		Endpoints: []server.Endpoint{{Name: "as4", Listen: "127.0.0.1:0", Handler: h}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, srv)
+	var url string
+	for url == "" {
+		if rest, ok := strings.CutPrefix(<-progress, "as4 endpoint listening on "); ok {
+			url = rest
+		}
+	}
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(url, "text/plain", strings.NewReader("m"))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(b)
+	}()
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	waitFor(t, func() bool {
+		checks, _ := srv.Ready(context.Background())
+		return checks["started"] != "ok"
+	})
+	close(release)
+	if got := <-answer; got != "receipt" {
+		t.Errorf("the request in flight got %q, want its receipt", got)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := http.Post(url, "text/plain", strings.NewReader("m")); err == nil {
+		t.Error("the endpoint took a request after the stop")
+	}
+}
