@@ -9,16 +9,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/txinbox/txinbox/server"
-	"github.com/txinbox/txinbox/source"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/server"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )

@@ -8,13 +8,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/txinbox/txinbox/purge"
-	"github.com/txinbox/txinbox/server"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/txinbox/txinbox/purge"
+	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/store"
 )
 
