@@ -17,6 +17,7 @@ type Shortfall struct {
 	Horizon source.Horizon
 }
 
+// String names both figures and what the shortfall means.
 func (s Shortfall) String() string {
 	h, r := s.Horizon, s.Retention
 	if h.Forever {
@@ -36,6 +37,7 @@ type RetentionError struct {
 	Hint string
 }
 
+// Error is one line per shortfall, then the hint.
 func (e *RetentionError) Error() string {
 	var lines []string
 	for _, s := range e.Shortfalls {

@@ -27,6 +27,7 @@ type CutError struct {
 	Timeout time.Duration
 }
 
+// Error says what was cut after how long, and which sources had not stopped.
 func (e *CutError) Error() string {
 	var parts []string
 	if e.Requests != nil {
