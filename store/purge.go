@@ -32,10 +32,7 @@ type PurgeResult struct {
 	Inbox    int64
 	Attempts int64
 	Drift    int64
-	// Other counts rows of tables outside the inbox that a wrapping
-	// purger removes with the same retention (the AS4 messages of serve).
-	Other int64
 }
 
 // Total is the sum of the counts.
-func (r PurgeResult) Total() int64 { return r.Inbox + r.Attempts + r.Drift + r.Other }
+func (r PurgeResult) Total() int64 { return r.Inbox + r.Attempts + r.Drift }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -17,11 +18,43 @@ import (
 // be a YAML sequence: its items are given to a repeatable flag one by one
 // (--effect-sql) and joined with commas for the others (--kafka-topics).
 func applyConfig(fs *flag.FlagSet, env *Env, path string) error {
+	_, err := loadConfig(fs, env, path, nil)
+	return err
+}
+
+// section reads one item of a list section of the config file at path
+// (serve's "kafka:" list of Kafka sources).
+type section func(item *yaml.Node, path string) error
+
+// configOrigins says where each flag set by the file or the environment
+// got its value ("config FILE line N", "environment TXINBOX_X"), so that
+// an error found after parsing can name it.
+type configOrigins map[string]string
+
+// locate prefixes an error that starts with a flag's name ("--retention:
+// ...") with where that flag was set, if the file or environment set it.
+func (o configOrigins) locate(err error) error {
+	if err == nil {
+		return nil
+	}
+	m := flagNameRE.FindStringSubmatch(err.Error())
+	if m == nil || o[m[1]] == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", o[m[1]], err)
+}
+
+var flagNameRE = regexp.MustCompile(`^--([a-z0-9-]+)`)
+
+// loadConfig is applyConfig with list sections (keys that are no flag,
+// read by their section func) and the origins of what it set.
+func loadConfig(fs *flag.FlagSet, env *Env, path string, sections map[string]section) (configOrigins, error) {
 	explicit := map[string]bool{"config": true}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	origins := configOrigins{}
 	if path != "" {
-		if err := applyConfigFile(fs, path, explicit); err != nil {
-			return err
+		if err := applyConfigFile(fs, path, explicit, sections, origins); err != nil {
+			return nil, err
 		}
 	}
 	var err error
@@ -34,43 +67,85 @@ func applyConfig(fs *flag.FlagSet, env *Env, path string) error {
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("environment %s: invalid value %q: %v", name, v, serr)
 			}
+			origins[f.Name] = "environment " + name
 		}
 	})
-	return err
+	return origins, err
 }
 
-func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("--config: %w", err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if len(doc.Content) == 0 {
-		return nil // an empty file
-	}
-	m := doc.Content[0]
-	if m.Kind != yaml.MappingNode {
-		return fmt.Errorf("config %s line %d: want a mapping of settings (flag names to values)", path, m.Line)
+func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool, sections map[string]section, origins configOrigins) error {
+	m, err := readConfigMapping(path)
+	if m == nil || err != nil {
+		return err
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
+		if sec := sections[k.Value]; sec != nil && fs.Lookup(k.Value) == nil {
+			if err := applySection(path, k, v, sec); err != nil {
+				return err
+			}
+			continue
+		}
 		if fs.Lookup(k.Value) == nil || k.Value == "config" {
 			return fmt.Errorf("config %s line %d: unknown setting %q (settings are the flags of txinbox %s)", path, k.Line, k.Value, fs.Name())
 		}
-		values, err := configValues(fs.Lookup(k.Value), v)
-		if err != nil {
-			return fmt.Errorf("config %s line %d: %s: %v", path, v.Line, k.Value, err)
+		if err := setFromYAML(fs, k.Value, v, explicit); err != nil {
+			return fmt.Errorf("config %s line %d: %s: %w", path, v.Line, k.Value, err)
 		}
-		if explicit[k.Value] {
-			continue
+		if !explicit[k.Value] {
+			origins[k.Value] = fmt.Sprintf("config %s line %d", path, v.Line)
 		}
-		for _, val := range values {
-			if err := fs.Set(k.Value, val); err != nil {
-				return fmt.Errorf("config %s line %d: %s: invalid value %q: %v", path, v.Line, k.Value, val, err)
-			}
+	}
+	return nil
+}
+
+// readConfigMapping parses the file into its top mapping; nil for an
+// empty file.
+func readConfigMapping(path string) (*yaml.Node, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil // an empty file
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("config %s line %d: want a mapping of settings (flag names to values)", path, m.Line)
+	}
+	return m, nil
+}
+
+// applySection gives each item of a list section to its section func.
+func applySection(path string, k, v *yaml.Node, sec section) error {
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("config %s line %d: %s: want a list of sections, e.g. %s: [{name: a, ...}, {name: b, ...}]", path, v.Line, k.Value, k.Value)
+	}
+	for _, item := range v.Content {
+		if item.Kind != yaml.MappingNode {
+			return fmt.Errorf("config %s line %d: %s: want a mapping of settings", path, item.Line, k.Value)
+		}
+		if err := sec(item, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setFromYAML sets a flag from one YAML value (each item of a list for a
+// repeatable flag), unless the command line set it.
+func setFromYAML(fs *flag.FlagSet, name string, v *yaml.Node, explicit map[string]bool) error {
+	values, err := configValues(fs.Lookup(name), v)
+	if err != nil || explicit[name] {
+		return err
+	}
+	for _, val := range values {
+		if err := fs.Set(name, val); err != nil {
+			return fmt.Errorf("invalid value %q: %v", val, err)
 		}
 	}
 	return nil

@@ -80,7 +80,7 @@ func openDB(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
 			if pool != nil {
 				pool.Close()
 			}
-			return nil, fmt.Errorf("connecting to %s: %w", where, err)
+			return nil, connectError{fmt.Errorf("connecting to %s: %w", where, err)}
 		}
 		d, err := pgstore.New(pool, pgstore.Options{Schema: f.schema, TablePrefix: f.prefix})
 		if err != nil {
@@ -99,6 +99,12 @@ func openDB(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, error) {
 	}
 	return &inboxDB{kind: "sqlite", where: path, admin: d, lite: d, close: func() { d.Close() }}, nil
 }
+
+// connectError is openDB's error when the database does not answer: a
+// failure of the run (exit 1), not bad input.
+type connectError struct{ error }
+
+func (e connectError) Unwrap() error { return e.error }
 
 // sqlitePath is the file path of a SQLite --db ("sqlite://" and "file:"
 // prefixes removed).

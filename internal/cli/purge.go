@@ -12,7 +12,7 @@ import (
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
-	"github.com/txinbox/txinbox/internal/purger"
+	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -46,10 +46,9 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	defer db.close()
-	pu := db.admin.(store.Purger)
-	before := time.Now().Add(-retention)
+	now := time.Now()
+	before := now.Add(-retention)
 	start := time.Now()
-	var res store.PurgeResult
 	// On a partitioned inbox, whole partitions go (all-scope purges only).
 	var partitions []int64
 	if db.pg != nil && *scope == "" {
@@ -58,23 +57,15 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 			return ExitFailure
 		}
 	}
-	if *dry {
-		res, err = pu.PurgeBatch(ctx, store.PurgeRequest{Scope: *scope, Before: before, DryRun: true})
-	} else {
-		res, err = purgeNow(ctx, env, pu, *scope, retention, *batch)
-	}
-	var others purgedOthers
-	if err == nil && *scope == "" {
-		// The AS4 messages and the sent outbox rows go with the inbox
-		// rows (all-scope purges only: they have no scope of their own).
-		others, err = purgeOthers(ctx, db, dbf, before, *dry, *batch)
-	}
+	res, err := purgeOnce(ctx, env, db, dbf, purge.Config{Retention: retention, Scope: *scope, BatchSize: *batch,
+		MinBatch: min(*batch, 500), MaxBatch: max(*batch, 50000), Now: func() time.Time { return now }}, *dry)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.where, err)
 		return ExitFailure
 	}
+	as4n, outboxn := res.Tables["as4_messages"], res.Tables["outbox_sent"]
 	out := map[string]any{"dry_run": *dry, "before": before.UTC(), "inbox": res.Inbox, "attempts": res.Attempts,
-		"drift": res.Drift, "as4_messages": others.as4, "outbox_sent": others.outbox, "partitions": partitions,
+		"drift": res.Drift, "as4_messages": as4n, "outbox_sent": outboxn, "partitions": partitions,
 		"seconds": time.Since(start).Seconds()}
 	if *asJSON {
 		json.NewEncoder(env.Stdout).Encode(out) //nolint:errcheck // stdout
@@ -86,8 +77,8 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "%s %d inbox rows, %d attempt rows, %d drift records older than %s (before %s) in %.1fs\n",
 		verb, res.Inbox, res.Attempts, res.Drift, *olderThan, before.UTC().Format(time.RFC3339), time.Since(start).Seconds())
-	if others.as4 > 0 || others.outbox > 0 {
-		fmt.Fprintf(env.Stdout, "%s %d AS4 messages and %d sent outbox rows of the same age\n", verb, others.as4, others.outbox)
+	if as4n > 0 || outboxn > 0 {
+		fmt.Fprintf(env.Stdout, "%s %d AS4 messages and %d sent outbox rows of the same age\n", verb, as4n, outboxn)
 	}
 	if len(partitions) > 0 {
 		verb = "dropped"
@@ -99,14 +90,40 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 	return ExitOK
 }
 
-// purgedOthers counts what a purge deleted (or would) besides the inbox.
-type purgedOthers struct{ as4, outbox int64 }
+// purgeOnce runs one purge round (or, dry, counts it) of the inbox, and of
+// the AS4 messages (when serve created their tables) and the sent outbox
+// rows as old; progress on a terminal.
+func purgeOnce(ctx context.Context, env *Env, db *inboxDB, dbf dbFlags, cfg purge.Config, dry bool) (purge.Result, error) {
+	var err error
+	if cfg.Tables, err = purgeTables(ctx, db, dbf); err != nil {
+		return purge.Result{}, err
+	}
+	var done int64
+	progress := func(n int64) {
+		done += n
+		if env.IsTerminal {
+			fmt.Fprintf(env.Stderr, "\r\033[Kpurge: %d rows deleted", done)
+		}
+	}
+	cfg.OnBatch = func(r store.PurgeResult, _ time.Duration) { progress(r.Total()) }
+	cfg.OnTableBatch = func(_ string, n int64, _ time.Duration) { progress(n) }
+	p, err := purge.New(db.admin.(store.Purger), cfg)
+	if err != nil {
+		return purge.Result{}, err
+	}
+	if dry {
+		return p.DryRun(ctx)
+	}
+	res, err := p.Round(ctx)
+	if env.IsTerminal {
+		fmt.Fprint(env.Stderr, "\r\033[K")
+	}
+	return res, err
+}
 
-// purgeOthers deletes, in bounded batches, the AS4 messages (when serve
-// created their tables) and the sent outbox rows older than before; a dry
-// run counts them.
-func purgeOthers(ctx context.Context, db *inboxDB, dbf dbFlags, before time.Time, dry bool, batch int) (purgedOthers, error) {
-	var out purgedOthers
+// purgeTables are the tables purged with the inbox: the AS4 messages, when
+// serve created their tables, and the sent outbox rows.
+func purgeTables(ctx context.Context, db *inboxDB, dbf dbFlags) ([]purge.Table, error) {
 	type as4Purger interface {
 		Exists(context.Context) (bool, error)
 		Expired(context.Context, time.Time) (int64, error)
@@ -120,40 +137,18 @@ func purgeOthers(ctx context.Context, db *inboxDB, dbf dbFlags, before time.Time
 		as4, err = as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: dbf.prefix})
 	}
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	ob := db.outboxStore()
 	ok, err := as4.Exists(ctx)
 	if err != nil {
-		return out, fmt.Errorf("AS4 tables: %w", err)
+		return nil, fmt.Errorf("AS4 tables: %w", err)
 	}
-	if dry {
-		if ok {
-			if out.as4, err = as4.Expired(ctx, before); err != nil {
-				return out, fmt.Errorf("AS4 messages: %w", err)
-			}
-		}
-		out.outbox, err = ob.SentBefore(ctx, before)
-		return out, err
-	}
-	drain := func(what string, n *int64, purge func(context.Context, time.Time, int) (int64, error)) error {
-		for {
-			k, err := purge(ctx, before, batch)
-			*n += k
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			if k < int64(batch) {
-				return nil
-			}
-		}
-	}
+	ob := db.outboxStore()
+	tables := []purge.Table{{Name: "outbox_sent", Purge: ob.PurgeSent, Count: ob.SentBefore}}
 	if ok {
-		if err := drain("AS4 messages", &out.as4, as4.Purge); err != nil {
-			return out, err
-		}
+		tables = append([]purge.Table{{Name: "as4_messages", Purge: as4.Purge, Count: as4.Expired}}, tables...)
 	}
-	return out, drain("sent outbox rows", &out.outbox, ob.PurgeSent)
+	return tables, nil
 }
 
 // expiredPeriods lists the periods whose partitions a purge with this
@@ -170,26 +165,6 @@ func expiredPeriods(ctx context.Context, d *pgstore.Driver, before time.Time) ([
 		}
 	}
 	return out, err
-}
-
-func purgeNow(ctx context.Context, env *Env, pu store.Purger, scope string, retention time.Duration, batch int) (store.PurgeResult, error) {
-	var done int64
-	p, err := purger.New(pu, purger.Config{Retention: retention, Scope: scope, BatchSize: batch,
-		MinBatch: min(batch, 500), MaxBatch: max(batch, 50000),
-		OnBatch: func(r store.PurgeResult, _ time.Duration) {
-			done += r.Total()
-			if env.IsTerminal {
-				fmt.Fprintf(env.Stderr, "\r\033[Kpurge: %d rows deleted", done)
-			}
-		}})
-	if err != nil {
-		return store.PurgeResult{}, err
-	}
-	res, err := p.Round(ctx)
-	if env.IsTerminal {
-		fmt.Fprint(env.Stderr, "\r\033[K")
-	}
-	return res, err
 }
 
 // parseRetention accepts Go durations and a number of days ("30d").

@@ -7,19 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/server"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )
@@ -95,6 +93,9 @@ type serveOptions struct {
 	ops serveOps
 	// sources: --kafka-*, --amqp-*, --sqs-*, --nats-*.
 	sources sourceFlags
+	// listed are the sources of the config file's kafka:, amqp:, sqs:
+	// and nats: lists (serve_config.go).
+	listed []listedSource
 }
 
 func (o serveOptions) withDefaults() serveOptions {
@@ -119,7 +120,7 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "" && !o.sources.configured() && o.Relay.target == "":
+	case o.AS4Listen == "" && !o.sources.configured() && len(o.listed) == 0 && o.Relay.target == "":
 		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --kafka-brokers, --amqp-url, " +
 			"--sqs-queue-url or --nats-url (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
@@ -169,28 +170,37 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	o.sources.register(fs)
 	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
-	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names; the environment's TXINBOX_* and the flags win)")
+	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if err := applyConfig(fs, env, *config); err != nil {
+	origins, err := loadConfig(fs, env, *config, o.sourceSections())
+	if err != nil {
 		return o, err
 	}
+	if err := o.validateFlags(); err != nil {
+		return o, origins.locate(err)
+	}
+	o = o.withDefaults()
+	return o, origins.locate(o.validate())
+}
+
+// validateFlags checks and parses what the flag values alone cannot.
+func (o *serveOptions) validateFlags() error {
 	if err := o.ops.validate(); err != nil {
-		return o, err
+		return err
 	}
 	var err error
 	if o.as4Retention, err = retentionOr("as4-retention", o.AS4Retention, o.ops.defaultRetention()); err != nil {
-		return o, err
+		return err
 	}
 	if err := o.sources.validate(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
-		return o, err
+		return err
 	}
-	if err := validateEffect(o.Effect, o.EffectSQL); err != nil {
-		return o, err
+	if err := o.validateListed(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
+		return err
 	}
-	o = o.withDefaults()
-	return o, o.validate()
+	return validateEffect(o.Effect, o.EffectSQL)
 }
 
 func runServe(ctx context.Context, env *Env, args []string) int {
@@ -204,6 +214,9 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	db, err := openDB(ctx, o.db, 8)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		if _, down := errors.AsType[connectError](err); down {
+			return ExitFailure // the database does not answer: it may later
+		}
 		return ExitUsage
 	}
 	defer db.close()
@@ -213,190 +226,140 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	if db.pg != nil {
 		return serveWith[pgx.Tx](ctx, env, &o, db, db.pg, pgTxExec, func(ctx context.Context) (as4.Store[pgx.Tx], error) {
-			st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
-			if err == nil {
-				err = st.Migrate(ctx)
-			}
-			return st, err
+			return pgAS4(ctx, db, &o)
 		})
 	}
 	return serveWith[*sql.Tx](ctx, env, &o, db, db.lite, sqlTxExec, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
-		st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
-		if err == nil {
-			err = st.Migrate(ctx)
-		}
-		return st, err
+		return sqliteAS4(ctx, db, &o)
 	})
 }
 
-// serveRun is what serveWith set up: the AS4 server, if any, and the
-// broker sources.
-type serveRun struct {
-	env     *Env
-	o       *serveOptions
-	logger  *slog.Logger
-	srv     *http.Server // nil without --as4-listen
-	ln      net.Listener
-	sources []*serveSource
-	// cutBatches cancels the transactions of batches still in flight
-	// (drainHook) when the shutdown timeout passes.
-	cutBatches context.CancelFunc
-	// inFlight counts the sources' batches in their transaction
-	// (drainHook).
-	inFlight *atomic.Int64
+// pgAS4 and sqliteAS4 open and migrate the AS4 tables.
+func pgAS4(ctx context.Context, db *inboxDB, o *serveOptions) (as4.Store[pgx.Tx], error) {
+	st, err := as4pg.New(db.pg.Pool(), as4pg.Options{Schema: o.db.schema, TablePrefix: o.db.prefix})
+	if err == nil {
+		err = st.Migrate(ctx)
+	}
+	return st, err
 }
 
-// serveWith sets up the AS4 endpoint and the broker sources, checks the
-// retention against each, and runs them until ctx is done.
+func sqliteAS4(ctx context.Context, db *inboxDB, o *serveOptions) (as4.Store[*sql.Tx], error) {
+	st, err := as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: o.db.prefix})
+	if err == nil {
+		err = st.Migrate(ctx)
+	}
+	return st, err
+}
+
+// serveWith builds the service and runs it until ctx is done.
 func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
 	exec txExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
-	fail := func(code int, err error) int {
+	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitUsage
+	}
+	logger := o.ops.logger(env.Stderr)
+	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		return ExitUsage
+	}
+	defer stopTraces() // after the sources stopped: their last spans are flushed
+	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
+	defer closeAll() // after the server stopped: the batches in flight commit
+	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
 		return code
 	}
-	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
-		return fail(ExitUsage, err)
-	}
-	logger := o.ops.logger(env.Stderr)
-	o.ops.setup()
-	tracer, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
-	if err != nil {
-		return fail(ExitUsage, err)
-	}
-	defer stopTraces() // after the sources stopped: their last spans are flushed
-	o.ops.hooks = []txinbox.Hook{o.ops.metrics}
-	if tracer != nil {
-		o.ops.hooks = append(o.ops.hooks, tracer)
-	}
-	hard, cutBatches := context.WithCancel(context.WithoutCancel(ctx))
-	defer cutBatches()
-	r := &serveRun{env: env, o: o, logger: logger, cutBatches: cutBatches, inFlight: new(atomic.Int64)}
-	var horizons []horizon
-	if o.AS4Listen != "" {
-		h, code, err := setupAS4(ctx, o, db, driver, exec, newAS4, logger)
-		if err != nil {
-			return fail(code, err)
-		}
-		defer h.Close() // after the server stopped: the batches in flight commit
-		mux := http.NewServeMux()
-		mux.Handle("/as4", h)
-		r.srv = &http.Server{
-			Handler: mux, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-			WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		horizons = append(horizons, horizon{source: "the AS4 partners", d: o.ops.retryWindow, figure: "--retry-window " + o.ops.RetryWindow,
-			retention: o.as4Retention})
-		o.ops.scopes = append(o.ops.scopes, scopeRetention{o.Scope, o.as4Retention})
-	}
-	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
-	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
-		inbox: func(name, scope string) txinbox.Config[TTx] {
-			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard, r.inFlight}}, o.ops.hooks...),
-				Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)}
-		}})
-	if err != nil {
-		return fail(ExitUsage, err)
-	}
-	r.sources = srcs
-	defer func() {
-		for _, s := range srcs {
-			s.close()
-		}
-	}()
-	for _, s := range srcs {
-		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		hs, err := s.horizons(hctx)
-		cancel()
-		if err != nil {
-			return fail(ExitFailure, fmt.Errorf("checking the retention against the %s source: %w", s.name, err))
-		}
-		for i := range hs {
-			hs[i].retention = o.sources.retentions[s.name]
-		}
-		horizons = append(horizons, hs...)
-		o.ops.scopes = append(o.ops.scopes, scopeRetention{s.scope, o.sources.retentions[s.name]})
-	}
-	if err := o.ops.checkRetention(logger, horizons); err != nil {
-		return fail(ExitUsage, err)
-	}
-	o.ops.registry.MustRegister(newLagCollector(srcs))
-	o.ops.checks = map[string]func(context.Context) error{}
-	for _, s := range srcs {
-		o.ops.checks[s.name] = s.ready
-	}
-	if o.Relay.target != "" {
-		rs, err := newServeRelay(o, db, logger)
-		if err != nil {
-			return fail(ExitUsage, err)
-		}
-		defer rs.close()
-		r.sources = append(r.sources, rs)
-		o.ops.checks[rs.name] = rs.ready
-	}
-	stopOps, err := o.ops.start(ctx, env, logger, db)
-	if err != nil {
-		return fail(ExitFailure, err)
-	}
-	defer stopOps()
-	if o.AS4Listen != "" {
-		if r.ln, err = net.Listen("tcp", o.AS4Listen); err != nil {
-			return fail(ExitFailure, fmt.Errorf("--as4-listen: %w", err))
-		}
-	}
-	return r.run(ctx)
+	return serveExit(env, srv.Run(ctx))
 }
 
-// setupAS4 migrates the AS4 tables and creates the endpoint's handler.
-func setupAS4[TTx any](ctx context.Context, o *serveOptions, db *inboxDB, driver store.Driver[TTx], exec txExecFunc[TTx],
-	newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger) (*as4.Handler[TTx], int, error) {
-	st, err := newAS4(ctx)
+// buildServer builds the service (package server) of the options, with
+// the AS4 endpoint and the broker sources added; closeAll closes what it
+// opened, once the server stopped. code is the exit status of err.
+func buildServer[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
+	exec txExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger,
+	tp trace.TracerProvider) (srv *server.Server, closeAll func(), code int, err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	var as4Store as4.Store[TTx]
+	if o.AS4Listen != "" {
+		if as4Store, err = newAS4(ctx); err != nil {
+			return nil, closeAll, ExitFailure, fmt.Errorf("AS4 tables: %w", err)
+		}
+	}
+	cfg, closeRelay, err := o.serverConfig(env, db, logger, tp, as4Store)
 	if err != nil {
-		return nil, ExitFailure, fmt.Errorf("AS4 tables: %w", err)
+		return nil, closeAll, ExitUsage, err
 	}
-	if p, ok := any(st).(interface {
-		Purge(context.Context, time.Time, int) (int64, error)
-	}); ok {
-		o.ops.alsoPurge = p.Purge // AS4 messages expire with the inbox rows
+	closers = append(closers, closeRelay)
+	if srv, err = server.New(cfg); err != nil {
+		return nil, closeAll, ExitUsage, err
 	}
+	if as4Store != nil {
+		h, err := addAS4(srv, o, db, driver, exec, as4Store, logger)
+		if err != nil {
+			return nil, closeAll, ExitUsage, err
+		}
+		closers = append(closers, func() { h.Close() })
+	}
+	closeSources, err := addSources(ctx, srv, o, db, driver, exec, env, logger)
+	if err != nil {
+		return nil, closeAll, ExitUsage, err
+	}
+	closers = append(closers, closeSources)
+	return srv, closeAll, ExitOK, nil
+}
+
+// serveExit prints Run's error and returns serve's exit status: 2 for a
+// configuration that cannot work (a retention too short, a group the
+// broker refuses for good), 1 for any other failure.
+func serveExit(env *Env, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+	_, short := errors.AsType[*server.RetentionError](err)
+	_, refused := errors.AsType[*kafka.RefusedError](err)
+	if short || refused {
+		return ExitUsage // the configuration is wrong: retrying cannot help
+	}
+	return ExitFailure
+}
+
+// addAS4 creates the AS4 endpoint's handler over st and adds it to srv.
+func addAS4[TTx any](srv *server.Server, o *serveOptions, db *inboxDB, driver store.Driver[TTx], exec txExecFunc[TTx],
+	st as4.Store[TTx], logger *slog.Logger) (*as4.Handler[TTx], error) {
 	agreements, err := o.agreements()
 	if err != nil {
-		return nil, ExitUsage, err
+		return nil, err
 	}
 	sec, err := o.AS4Security.config(o.AS4RequireSignature && o.AS4Partner == "")
 	if err != nil {
-		return nil, ExitUsage, err
+		return nil, err
 	}
 	h, err := as4.New(driver, as4.Config[TTx]{
-		Security: sec, Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: o.ops.hooks}, Logger: logger,
+		Security: sec, Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: srv.RequestHooks()}, Logger: logger,
 		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.outboxTable(), exec),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 		MaxConcurrentRequests: o.AS4MaxConcurrent, MaxDecompressedBytes: o.AS4MaxDecompressed, Agreements: agreements,
 	})
 	if err != nil {
-		return nil, ExitUsage, err
+		return nil, err
 	}
-	return h, 0, nil
-}
-
-// cutAfterTimeout is the end of a stop that took longer than
-// --shutdown-timeout: it says what held it (the sources still running
-// and whether batches were in flight) and cuts the batches. It reports
-// whether nothing was lost: no batch was in flight, only a source waiting
-// on its broker (a Kafka consumer-group rebalance that does not end, say).
-func (r *serveRun) cutAfterTimeout(stuck []string) bool {
-	n := r.inFlight.Load()
-	// Nothing of the cut batches is acked: they come back and are
-	// found in the inbox if they committed after all.
-	r.cutBatches()
-	if n == 0 {
-		fmt.Fprintf(r.env.Stderr, "txinbox serve: %s did not stop within %s, waiting on its broker (no batch was in flight: nothing is lost)\n",
-			strings.Join(stuck, ", "), r.o.ShutdownTimeout)
-		return true
+	err = srv.AddEndpoint(server.Endpoint{Name: "as4", Listen: o.AS4Listen, Handler: h, Scope: o.Scope,
+		RetryWindow: source.Horizon{What: "the AS4 partners", Within: o.ops.retryWindow, Figure: "--retry-window " + o.ops.RetryWindow},
+		Retention:   o.as4Retention.server(), ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout})
+	if err != nil {
+		h.Close()
+		return nil, err
 	}
-	fmt.Fprintf(r.env.Stderr, "txinbox serve: %d batches still in flight after %s were cut (sources not stopped: %s)\n",
-		n, r.o.ShutdownTimeout, strings.Join(stuck, ", "))
-	return false
+	return h, nil
 }
 
 // agreements returns the AS4 agreements of --as4-agreements and of
@@ -415,82 +378,4 @@ func (o *serveOptions) agreements() ([]as4.Agreement, error) {
 			RequireSignature: o.AS4RequireSignature, RequireCompression: o.AS4RequireCompression})
 	}
 	return as, nil
-}
-
-// run serves until ctx is done, a source fails to start or the AS4
-// listener fails; then it stops: the AS4 server stops accepting and
-// answers the requests in flight, the sources stop fetching and commit and
-// ack the batches in flight, all within --shutdown-timeout.
-func (r *serveRun) run(ctx context.Context) int {
-	runCtx, stopSources := context.WithCancel(ctx)
-	defer stopSources()
-	failed := make(chan error, len(r.sources)+1)
-	var wg sync.WaitGroup
-	names := []string{}
-	stopped := make([]atomic.Bool, len(r.sources))
-	for i, s := range r.sources {
-		wg.Go(func() {
-			defer stopped[i].Store(true)
-			if err := s.run(runCtx); err != nil {
-				failed <- fmt.Errorf("%s source: %w", s.name, err)
-			}
-		})
-		names = append(names, s.name)
-		if s.scope == "" {
-			fmt.Fprintf(r.env.Stdout, "%s running\n", s.name)
-		} else {
-			fmt.Fprintf(r.env.Stdout, "%s source running, scope %s\n", s.name, s.scope)
-		}
-	}
-	if r.srv != nil {
-		go func() { failed <- r.srv.Serve(r.ln) }()
-		names = append([]string{"as4"}, names...)
-		fmt.Fprintf(r.env.Stdout, "as4 endpoint listening on http://%s/as4\n", r.ln.Addr())
-	}
-	r.o.ops.ready.Store(true)
-	fmt.Fprintf(r.env.Stdout, "ready: %s\n", strings.Join(names, ", "))
-	code := ExitOK
-	select {
-	case <-ctx.Done():
-	case err := <-failed:
-		fmt.Fprintln(r.env.Stderr, "txinbox serve:", err)
-		code = ExitFailure
-		if _, refused := errors.AsType[*kafka.RefusedError](err); refused {
-			code = ExitUsage // the configuration is wrong: retrying cannot help
-		}
-	}
-	r.o.ops.ready.Store(false)
-	stopSources()
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.ShutdownTimeout)
-	defer cancel()
-	if r.srv != nil {
-		if err := r.srv.Shutdown(dctx); err != nil {
-			r.srv.Close()
-			fmt.Fprintf(r.env.Stderr, "txinbox serve: requests still in flight after %s were cut: %v\n", r.o.ShutdownTimeout, err)
-			code = ExitFailure
-		}
-	}
-	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-dctx.Done():
-		var stuck []string
-		for i, s := range r.sources {
-			if !stopped[i].Load() {
-				stuck = append(stuck, s.name)
-			}
-		}
-		if !r.cutAfterTimeout(stuck) {
-			code = ExitFailure
-		}
-		select {
-		case <-drained:
-		case <-time.After(5 * time.Second): // a source stuck on its broker: exit anyway
-		}
-	}
-	if code == ExitOK {
-		fmt.Fprintln(r.env.Stdout, "stopped")
-	}
-	return code
 }

@@ -1,22 +1,24 @@
 package cli
 
 import (
-	"context"
 	"log/slog"
-	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txinbox/txinbox/metrics/prom/outboxprom"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/server"
 )
 
 // newServeRelay is the outbox relay of serve --relay-target: it runs beside
-// the sources, stops with them (sends in flight finish and are recorded),
-// exports its metrics on /metrics, and has the purger delete sent rows
-// past the retention with the inbox rows.
-func newServeRelay(o *serveOptions, db *inboxDB, logger *slog.Logger) (*serveSource, error) {
+// the sources, stops with them (sends in flight finish and are recorded)
+// and exports its metrics on /metrics (the purger deletes the rows sent
+// past the retention with the inbox rows: serverConfig). closeTarget
+// closes its target.
+func newServeRelay(o *serveOptions, db *inboxDB, logger *slog.Logger, reg prometheus.Registerer) (server.Relay, func(), error) {
 	target, closeTarget, err := o.Relay.newTarget()
 	if err != nil {
-		return nil, err
+		return server.Relay{}, nil, err
 	}
 	st := db.outboxStore()
 	var relay *outbox.Relay
@@ -26,28 +28,11 @@ func newServeRelay(o *serveOptions, db *inboxDB, logger *slog.Logger) (*serveSou
 	relay, err = outbox.New(st, cfg)
 	if err != nil {
 		closeTarget()
-		return nil, err
+		return server.Relay{}, nil, err
 	}
-	o.ops.registry.MustRegister(m)
-	also := o.ops.alsoPurge
-	o.ops.alsoPurge = func(ctx context.Context, before time.Time, limit int) (int64, error) {
-		var n int64
-		if also != nil {
-			var err error
-			if n, err = also(ctx, before, limit); err != nil {
-				return n, err
-			}
-		}
-		sent, err := st.PurgeSent(ctx, before, limit)
-		return n + sent, err
+	if err := reg.Register(m); err != nil {
+		closeTarget()
+		return server.Relay{}, nil, err
 	}
-	return &serveSource{
-		name: "outbox relay to " + o.Relay.target,
-		run:  relay.Run,
-		// Not ready while its claims or recordings fail: rows wait
-		// although the rest of serve looks fine.
-		ready:    func(context.Context) error { return relay.Health().Err() },
-		horizons: func(context.Context) ([]horizon, error) { return nil, nil },
-		close:    closeTarget,
-	}, nil
+	return server.Relay{Name: "outbox relay to " + o.Relay.target, Relay: relay}, closeTarget, nil
 }

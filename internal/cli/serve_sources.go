@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,7 +16,6 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
@@ -51,8 +49,11 @@ type sourceFlags struct {
 	KafkaRetention, AMQPRetention, SQSRetention, NATSRetention string
 
 	amqpWindow, natsWindow time.Duration // parsed by validate
-	// retentions are the parsed retentions by source name.
+	// retentions are the parsed retentions by source kind.
 	retentions map[string]retention
+	// name names a source of a config file's list (serve_config.go);
+	// empty for the flags' sources, named by their kind.
+	name string
 }
 
 // retention is how long a scope's inbox rows are kept, and the flag that
@@ -208,19 +209,20 @@ func splitList(s string) []string {
 	return out
 }
 
-// serveSource is one running broker source, whatever its broker.
+// serveSource is one broker source as serve runs it: the source package's
+// consumer, whose optional interfaces (source.Readier, source.Lagger,
+// source.Horizoner) package server asks, and what serve adds to it.
 type serveSource struct {
-	name  string // kafka, amqp, sqs, nats
+	name  string // kafka, amqp, sqs, nats, or the config file's name
 	scope string
-	run   func(ctx context.Context) error
-	// ready reports whether the source is connected.
-	ready func(ctx context.Context) error
-	// lag returns the messages waiting per partition ("" when the
-	// source has none), or nil when the source does not know.
-	lag func(ctx context.Context) (map[string]int64, error)
-	// horizons reads how long the broker can deliver a message again.
-	horizons func(ctx context.Context) ([]horizon, error)
-	close    func()
+	src   source.Source
+	// window, when set, is a horizon of the senders' own (a retry window)
+	// besides the broker's.
+	window *source.Horizon
+	// unchecked, when set, replaces the broker's horizons (Kafka offset
+	// keys need none) and logs why.
+	unchecked func()
+	close     func()
 }
 
 // sourceEnv is what building a source needs besides its flags.
@@ -255,51 +257,10 @@ func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, e
 	return out, nil
 }
 
-// fromSource is a broker source as serve runs it: ready, lag and horizons
-// come from its optional interfaces (source.Readier, source.Lagger,
-// source.Horizoner), and window, when set, is a horizon of the senders'
-// own (a retry window) besides the broker's.
-func fromSource(name, scope string, src source.Source, close func(), window *horizon) *serveSource {
-	s := &serveSource{name: name, scope: scope, run: src.Run, close: close,
-		ready:    func(context.Context) error { return nil },
-		horizons: func(ctx context.Context) ([]horizon, error) { return sourceHorizons(ctx, src, window) },
-	}
-	if r, ok := src.(source.Readier); ok {
-		s.ready = r.Ready
-	}
-	if l, ok := src.(source.Lagger); ok {
-		s.lag = func(ctx context.Context) (map[string]int64, error) {
-			lags, err := l.Lag(ctx)
-			if err != nil {
-				return nil, err
-			}
-			out := make(map[string]int64, len(lags))
-			for _, l := range lags {
-				out[l.Partition] = l.Messages
-			}
-			return out, nil
-		}
-	}
-	return s
-}
-
-// sourceHorizons reads the broker's horizons of src, if it offers them,
-// and adds window.
-func sourceHorizons(ctx context.Context, src source.Source, window *horizon) ([]horizon, error) {
-	var hs []horizon
-	if h, ok := src.(source.Horizoner); ok {
-		bs, err := h.RedeliveryHorizons(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range bs {
-			hs = append(hs, horizon{source: b.What, figure: b.Figure, d: b.Within, forever: b.Forever})
-		}
-	}
-	if window != nil {
-		hs = append(hs, *window)
-	}
-	return hs, nil
+// fromSource is a broker source as serve runs it; window, when set, is a
+// horizon of the senders' own (a retry window) besides the broker's.
+func fromSource(name, scope string, src source.Source, close func(), window *source.Horizon) *serveSource {
+	return &serveSource{name: name, scope: scope, src: src, close: close, window: window}
 }
 
 // newProcessor builds the processor of a source over se's inbox.
@@ -340,10 +301,9 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	}
 	s := fromSource("kafka", f.KafkaScope, c, func() {}, nil)
 	if f.KafkaKey == "offset" {
-		s.horizons = func(context.Context) ([]horizon, error) {
+		s.unchecked = func() {
 			se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
 				"topics", topics)
-			return nil, nil
 		}
 	}
 	return s, nil
@@ -376,7 +336,8 @@ func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 	if err != nil {
 		return nil, fmt.Errorf("amqp source: %w", err)
 	}
-	window := horizon{source: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), d: f.amqpWindow, figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
+	window := source.Horizon{What: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), Within: f.amqpWindow,
+		Figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
 	return fromSource("amqp", f.AMQPScope, c, func() {}, &window), nil
 }
 
@@ -447,74 +408,14 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 		nc.Close()
 		return nil, fmt.Errorf("nats source: %w", err)
 	}
-	window := horizon{source: fmt.Sprintf("NATS stream %q", f.NATSStream), d: f.natsWindow,
-		figure: retryWindowFigure("nats-retry-window", f.NATSRetryWindow, f.natsWindow)}
+	window := source.Horizon{What: fmt.Sprintf("NATS stream %q", f.NATSStream), Within: f.natsWindow,
+		Figure: retryWindowFigure("nats-retry-window", f.NATSRetryWindow, f.natsWindow)}
 	return fromSource("nats", f.NATSScope, c, func() {
 		if nc.IsConnected() {
 			nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
 		}
 		nc.Close()
 	}, &window), nil
-}
-
-// drainHook detaches each batch transaction of the broker sources from the
-// stop signal: on SIGTERM the sources stop fetching (their run context is
-// cancelled) but a batch already in its transaction commits and is acked,
-// rather than rolled back and redelivered. hard, cancelled when
-// --shutdown-timeout passes, still cuts it: then nothing of it is acked.
-// inFlight counts the batches in their transaction, for a stop that
-// times out to say whether it cut any.
-type drainHook struct {
-	hard     context.Context
-	inFlight *atomic.Int64
-}
-
-var _ txinbox.BatchStartHook = drainHook{}
-
-// OnBatchStart gives the batch a context that only hard cancels.
-func (h drainHook) OnBatchStart(ctx context.Context, _ int) (context.Context, func(error)) {
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(h.hard, cancel)
-	h.inFlight.Add(1)
-	return bctx, func(error) { h.inFlight.Add(-1); stop(); cancel() }
-}
-
-// lagCollector exports txinbox_source_lag{scope,source,partition}: the
-// messages a source has not delivered or committed yet, read from the
-// broker at each scrape (Kafka: end offset minus the group's committed
-// offset per partition; SQS: ApproximateNumberOfMessages; NATS: the
-// consumer's NumPending; RabbitMQ: the queue's ready messages).
-type lagCollector struct {
-	desc *prometheus.Desc
-	srcs []*serveSource
-}
-
-func newLagCollector(srcs []*serveSource) lagCollector {
-	return lagCollector{srcs: srcs, desc: prometheus.NewDesc("txinbox_source_lag",
-		"Messages waiting in the source (Kafka: per partition, end offset minus committed offset).",
-		[]string{"scope", "source", "partition"}, nil)}
-}
-
-// Describe implements prometheus.Collector.
-func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect implements prometheus.Collector; a source that does not answer
-// within 2s is left out of this scrape.
-func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.srcs {
-		if s.lag == nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		lags, err := s.lag(ctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for part, n := range lags {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), s.scope, s.name, part)
-		}
-	}
 }
 
 // sqsConfig loads the AWS configuration the way the AWS CLI and SDKs do:

@@ -15,9 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
-
-	"github.com/txinbox/txinbox"
-	txotel "github.com/txinbox/txinbox/metrics/otel"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // serveTraces are serve's OpenTelemetry traces, off by default: a span per
@@ -51,9 +49,9 @@ func (t *serveTraces) validate() error {
 	return nil
 }
 
-// start builds the tracer provider; hook is nil when traces are off, and
+// start builds the tracer provider; tp is nil when traces are off, and
 // stop flushes the spans still buffered (bounded to 5s).
-func (t *serveTraces) start(ctx context.Context, stderr io.Writer, logger *slog.Logger) (hook txinbox.Hook, stop func(), err error) {
+func (t *serveTraces) start(ctx context.Context, stderr io.Writer, logger *slog.Logger) (tp trace.TracerProvider, stop func(), err error) {
 	var exp sdktrace.SpanExporter
 	switch t.Mode {
 	case "otlp":
@@ -81,7 +79,7 @@ func (t *serveTraces) start(ctx context.Context, stderr io.Writer, logger *slog.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("txinbox: OpenTelemetry", "err", err) }))
 	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("txinbox"))))
-	return txotel.New(t.tp), func() {
+	return t.tp, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		t.tp.Shutdown(sctx) //nolint:errcheck // best effort: the collector may be gone

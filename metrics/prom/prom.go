@@ -138,14 +138,20 @@ func (m *Metrics) OnAck(_ context.Context, info txinbox.AckInfo) {
 	}
 }
 
-// OnPurgeBatch observes one purge batch; pass it as purger.Config.OnBatch.
+// OnPurgeBatch observes one purge batch of the inbox tables; pass it as
+// purge.Config.OnBatch.
 func (m *Metrics) OnPurgeBatch(r store.PurgeResult, took time.Duration) {
 	m.purged.WithLabelValues("inbox").Add(float64(r.Inbox))
 	m.purged.WithLabelValues("attempts").Add(float64(r.Attempts))
 	m.purged.WithLabelValues("drift").Add(float64(r.Drift))
-	if r.Other > 0 {
-		m.purged.WithLabelValues("other").Add(float64(r.Other))
-	}
+	m.purgeDuration.Observe(took.Seconds())
+}
+
+// OnPurgeTable observes one purge batch of a table outside the inbox
+// (purge.Config.Tables), counted under its name; pass it as
+// purge.Config.OnTableBatch.
+func (m *Metrics) OnPurgeTable(table string, rows int64, took time.Duration) {
+	m.purged.WithLabelValues(table).Add(float64(rows))
 	m.purgeDuration.Observe(took.Seconds())
 }
 

@@ -1,4 +1,4 @@
-package purger_test
+package purge_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/purger"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -47,7 +47,7 @@ func TestRoundPurgesExpiredInAdaptiveBatches(t *testing.T) {
 	t.Parallel()
 	d := newStore(t, 2500)
 	var batches int
-	pg, err := purger.New(d, purger.Config{Retention: 30 * 24 * time.Hour, BatchSize: 500, MinBatch: 100, MaxBatch: 4000,
+	pg, err := purge.New(d, purge.Config{Retention: 30 * 24 * time.Hour, BatchSize: 500, MinBatch: 100, MaxBatch: 4000,
 		TargetBatchTime: time.Hour, // every batch is "fast": the size doubles
 		OnBatch:         func(store.PurgeResult, time.Duration) { batches++ }})
 	if err != nil {
@@ -103,10 +103,10 @@ func TestPurgeSkipsLockedRowsAndOnePurgerRuns(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	if _, err := purger.New(nil, purger.Config{}); err == nil {
+	if _, err := purge.New(nil, purge.Config{}); err == nil {
 		t.Error("no retention accepted")
 	}
-	if _, err := purger.New(nil, purger.Config{Retention: time.Hour, BatchSize: 10, MinBatch: 100}); err == nil {
+	if _, err := purge.New(nil, purge.Config{Retention: time.Hour, BatchSize: 10, MinBatch: 100}); err == nil {
 		t.Error("batch below the minimum accepted")
 	}
 }
@@ -203,7 +203,7 @@ func testHotPathNeverWaits(t *testing.T, partitioned bool) {
 	for batches.Load() < 8 && len(errs) == 0 {
 		runtime.Gosched()
 	}
-	pg, err := purger.New(cd, purger.Config{Retention: 30 * 24 * time.Hour, BatchSize: 5000})
+	pg, err := purge.New(cd, purge.Config{Retention: 30 * 24 * time.Hour, BatchSize: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +299,8 @@ func TestScopesKeepTheirOwnRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := 24 * time.Hour
-	pg, err := purger.New(d, purger.Config{Retention: 30 * day,
-		Scopes: []purger.ScopeRetention{{Scope: "short", Retention: 7 * day}, {Scope: "long", Retention: 60 * day}}})
+	pg, err := purge.New(d, purge.Config{Retention: 30 * day,
+		Scopes: []purge.ScopeRetention{{Scope: "short", Retention: 7 * day}, {Scope: "long", Retention: 60 * day}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,10 +320,68 @@ func TestScopesKeepTheirOwnRetention(t *testing.T) {
 	if left["short"] != 0 || left["long"] != 2 || left["unlisted"] != 2 || total.Inbox != 5 {
 		t.Errorf("left %v after purging %d, want short 0, long 2, unlisted 2 (5 purged)", left, total.Inbox)
 	}
-	if _, err := purger.New(d, purger.Config{Retention: day, Scope: "a", Scopes: []purger.ScopeRetention{{Scope: "b", Retention: day}}}); err == nil {
+	if _, err := purge.New(d, purge.Config{Retention: day, Scope: "a", Scopes: []purge.ScopeRetention{{Scope: "b", Retention: day}}}); err == nil {
 		t.Error("Scope with Scopes: no error")
 	}
-	if _, err := purger.New(d, purger.Config{Retention: day, Scopes: []purger.ScopeRetention{{Scope: "b"}}}); err == nil {
+	if _, err := purge.New(d, purge.Config{Retention: day, Scopes: []purge.ScopeRetention{{Scope: "b"}}}); err == nil {
 		t.Error("a scope without retention: no error")
+	}
+}
+
+// TestTablesGoWithTheAllScopePass: Config.Tables are purged after the
+// inbox, batch by batch, with the longest retention's cutoff, not in a
+// scope's pass; DryRun counts them and deletes nothing; a one-scope purge
+// leaves them alone.
+func TestTablesGoWithTheAllScopePass(t *testing.T) {
+	t.Parallel()
+	d := newStore(t, 10)
+	ctx := context.Background()
+	pool := d.Pool()
+	_, err := pool.Exec(ctx, `CREATE TABLE receipts (id int, sent_at timestamptz);
+		INSERT INTO receipts SELECT g, now() - interval '50 days' FROM generate_series(1, 7) g;
+		INSERT INTO receipts SELECT g, now() - interval '40 days' FROM generate_series(8, 9) g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := purge.Table{Name: "receipts",
+		Purge: func(ctx context.Context, before time.Time, limit int) (int64, error) {
+			tag, err := pool.Exec(ctx, `DELETE FROM receipts WHERE ctid = ANY(ARRAY(SELECT ctid FROM receipts WHERE sent_at < $1 LIMIT $2))`, before, limit)
+			return tag.RowsAffected(), err
+		},
+		Count: func(ctx context.Context, before time.Time) (n int64, err error) {
+			err = pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE sent_at < $1`, before).Scan(&n)
+			return n, err
+		}}
+	day := 24 * time.Hour
+	var batches int
+	cfg := purge.Config{Retention: 30 * day, Scopes: []purge.ScopeRetention{{Scope: "s", Retention: 45 * day}},
+		Tables: []purge.Table{table}, BatchSize: 3, MinBatch: 3, MaxBatch: 3,
+		OnTableBatch: func(string, int64, time.Duration) { batches++ }}
+	p, err := purge.New(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := p.DryRun(ctx)
+	if err != nil || dry.Tables["receipts"] != 9 {
+		t.Fatalf("dry run: %+v, %v; want 9 receipts past 30d", dry, err)
+	}
+	res, err := p.Round(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM receipts`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	// The longest retention is 45d: the receipts 40 days old stay.
+	if res.Tables["receipts"] != 7 || left != 2 || batches != 3 || res.Total() != res.Inbox+res.Attempts+res.Drift+7 {
+		t.Errorf("purged %v receipts in %d batches, %d left; want 7 in 3 batches, 2 left", res.Tables, batches, left)
+	}
+	one, err := purge.New(d, purge.Config{Retention: day, Scope: "s", Tables: []purge.Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := one.Round(ctx); err != nil || len(res.Tables) != 0 {
+		t.Errorf("a one-scope round: %+v, %v; want the tables left alone", res, err)
 	}
 }

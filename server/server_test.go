@@ -1,0 +1,439 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/purge"
+	"github.com/txinbox/txinbox/server"
+	"github.com/txinbox/txinbox/source"
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+// chanSource is a source over a channel of batches: each batch goes
+// through a real processor, and what the processor says may be acked is
+// acked (recorded) after the commit, as the broker sources do.
+type chanSource struct {
+	proc     *txinbox.Processor[pgx.Tx]
+	in       chan []*txinbox.Message
+	ready    error
+	lag      []source.Lag
+	horizons []source.Horizon
+
+	mu    sync.Mutex
+	acked []string
+	// returned is set when Run returned.
+	returned atomic.Bool
+}
+
+func (s *chanSource) Run(ctx context.Context) error {
+	defer s.returned.Store(true)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case b := <-s.in:
+			res, err := s.proc.Process(ctx, b)
+			if err != nil {
+				continue // nothing of a failed batch is acked
+			}
+			s.mu.Lock()
+			for i, r := range res {
+				if r.Outcome.Ack() {
+					s.acked = append(s.acked, b[i].ID)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *chanSource) Ready(context.Context) error { return s.ready }
+
+func (s *chanSource) Lag(context.Context) ([]source.Lag, error) { return s.lag, nil }
+
+func (s *chanSource) RedeliveryHorizons(context.Context) ([]source.Horizon, error) {
+	return s.horizons, nil
+}
+
+func (s *chanSource) ackedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.acked...)
+}
+
+// fixture is a migrated inbox in a schema of its own.
+type fixture struct {
+	pool   *pgxpool.Pool
+	driver *pgstore.Driver
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	admin := testdb.Require(t)
+	pool := testdb.PoolIn(t, testdb.NewSchema(t, admin), 8)
+	d, err := pgstore.New(pool, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{pool: pool, driver: d}
+}
+
+// source returns a chanSource whose processor, of scope, runs handle with
+// the server's hooks.
+func (f *fixture) source(t *testing.T, srv *server.Server, scope string, handle txinbox.HandlerFunc[pgx.Tx]) *chanSource {
+	t.Helper()
+	p, err := txinbox.NewProcessor(f.driver, txinbox.Config[pgx.Tx]{Scope: scope, Handler: handle, Hooks: srv.Hooks()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &chanSource{proc: p, in: make(chan []*txinbox.Message, 1)}
+}
+
+func (f *fixture) rows(t *testing.T, scope string) int {
+	t.Helper()
+	var n int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM txinbox_inbox WHERE scope = $1`, scope).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// start runs srv until the returned stop, which returns Run's error.
+func start(t *testing.T, srv *server.Server) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if checks, _ := srv.Ready(ctx); checks["started"] == "ok" {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned before it started: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(cancel)
+	return func() error { cancel(); return <-done }
+}
+
+// blockingHandler signals entered when it runs and waits for release (or
+// the end of its transaction's context).
+func blockingHandler(entered, release chan struct{}) txinbox.HandlerFunc[pgx.Tx] {
+	return func(ctx context.Context, _ pgx.Tx, _ *txinbox.Message) error {
+		close(entered)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// TestStopCommitsAndAcksTheBatchInFlight: a stop while a batch is in its
+// handler lets the batch commit and be acked (within the shutdown
+// timeout), and Run returns nil.
+func TestStopCommitsAndAcksTheBatchInFlight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv, err := server.New(server.Config{Logger: quiet(), ShutdownTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	src := f.source(t, srv, "orders", blockingHandler(entered, release))
+	if err := srv.Add(server.Source{Name: "orders", Scope: "orders", Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, srv)
+	src.in <- []*txinbox.Message{{ID: "o-1", Payload: []byte("1")}}
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	waitFor(t, func() bool { // the stop has begun; the batch still waits in its handler
+		checks, _ := srv.Ready(context.Background())
+		return checks["started"] != "ok"
+	})
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v, want nil (the batch in flight finished)", err)
+	}
+	if n, acked := f.rows(t, "orders"), src.ackedIDs(); n != 1 || len(acked) != 1 {
+		t.Errorf("%d inbox rows, acked %v; want the batch in flight committed and acked", n, acked)
+	}
+}
+
+// TestStopCutsTheBatchPastTheTimeout: a batch still in its handler when
+// the shutdown timeout passes is cut: rolled back, nothing acked, and Run
+// returns a *CutError naming the source.
+func TestStopCutsTheBatchPastTheTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv, err := server.New(server.Config{Logger: quiet(), ShutdownTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	src := f.source(t, srv, "orders", blockingHandler(entered, nil))
+	if err := srv.Add(server.Source{Name: "orders", Scope: "orders", Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, srv)
+	src.in <- []*txinbox.Message{{ID: "o-1", Payload: []byte("1")}}
+	<-entered
+	err = stop()
+	var cut *server.CutError
+	if !errors.As(err, &cut) || cut.Batches != 1 || len(cut.Stuck) != 1 || cut.Stuck[0] != "orders" ||
+		!strings.Contains(err.Error(), "1 batches still in flight after 300ms were cut (sources not stopped: orders)") {
+		t.Fatalf("Run: %v, want a cut of 1 batch of orders", err)
+	}
+	if !src.returned.Load() {
+		t.Error("Run returned with the source still in its cut batch: the cut did not end the batch")
+	}
+	if n, acked := f.rows(t, "orders"), src.ackedIDs(); n != 0 || len(acked) != 0 {
+		t.Errorf("%d inbox rows, acked %v; want none of the cut batch", n, acked)
+	}
+}
+
+// TestReadinessPerSource: /readyz names each source; one not connected
+// makes it 503 while the database and the other source are ok.
+func TestReadinessPerSource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv, err := server.New(server.Config{Logger: quiet(), Ping: f.pool.Ping})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := func(context.Context, pgx.Tx, *txinbox.Message) error { return nil }
+	up, down := f.source(t, srv, "a", handle), f.source(t, srv, "b", handle)
+	down.ready = errors.New("not connected")
+	up.lag = []source.Lag{{Partition: "t/0", Messages: 7}}
+	if err := srv.Add(server.Source{Name: "east", Scope: "a", Source: up}, server.Source{Name: "west", Scope: "b", Source: down}); err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	if code, body := get(h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"started":"not started or stopping"`) {
+		t.Errorf("before Run: /readyz = %d %s, want 503 not started", code, body)
+	}
+	stop := start(t, srv)
+	code, body := get(h, "/readyz")
+	for _, want := range []string{`"database":"ok"`, `"started":"ok"`, `"east":"ok"`, `"west":"not connected"`} {
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
+			t.Errorf("/readyz = %d %s; want 503 and %s", code, body, want)
+		}
+	}
+	down.ready = nil
+	if code, body := get(h, "/readyz"); code != http.StatusOK {
+		t.Errorf("every source connected: /readyz = %d %s, want 200", code, body)
+	}
+	if _, body := get(h, "/metrics"); !strings.Contains(body, `txinbox_source_lag{partition="t/0",scope="a",source="east"} 7`) {
+		t.Errorf("/metrics has no lag of east:\n%s", body)
+	}
+	if code, body := get(h, "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(h http.Handler, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// TestRetentionRefusal: a retention shorter than a source's horizon stops
+// Run before anything runs, naming both figures; AcceptShortRetention
+// starts all the same and logs the shortfall.
+func TestRetentionRefusal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	week := source.Horizon{What: `Kafka topic "invoices"`, Figure: "retention.ms=604800000 (7d)", Within: 7 * 24 * time.Hour}
+	for _, accept := range []bool{false, true} {
+		var log strings.Builder
+		srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&log, nil)), AcceptShortRetention: accept,
+			Retention: server.Retention{Keep: 3 * 24 * time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := f.source(t, srv, "kafka", func(context.Context, pgx.Tx, *txinbox.Message) error { return nil })
+		src.horizons = []source.Horizon{week}
+		if err := srv.Add(server.Source{Name: "kafka", Scope: "kafka", Source: src}); err != nil {
+			t.Fatal(err)
+		}
+		if !accept {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := srv.Run(ctx) // returns at once when refused, at the timeout when not
+			cancel()
+			var short *server.RetentionError
+			if !errors.As(err, &short) || !strings.Contains(err.Error(),
+				`retention 3d is shorter than retention.ms=604800000 (7d) of Kafka topic "invoices"`) {
+				t.Errorf("Run: %v, want a RetentionError naming both figures", err)
+			}
+			continue
+		}
+		if err := start(t, srv)(); err != nil || !strings.Contains(log.String(), "accepted by Config.AcceptShortRetention") {
+			t.Errorf("accepted: Run %v, log %q", err, log.String())
+		}
+	}
+}
+
+// TestTwoSourcesOfOneKind: two sources with their own names and scopes
+// over one inbox each process their messages; a name used twice is
+// refused.
+func TestTwoSourcesOfOneKind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var progress strings.Builder
+	srv, err := server.New(server.Config{Logger: quiet(), Progress: &progress, Purge: &purge.Config{}, Purger: f.driver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := func(context.Context, pgx.Tx, *txinbox.Message) error { return nil }
+	east, west := f.source(t, srv, "east", handle), f.source(t, srv, "west", handle)
+	if err := srv.Add(server.Source{Name: "east", Scope: "east", Source: east}, server.Source{Name: "west", Scope: "west", Source: west}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Add(server.Source{Name: "east", Scope: "other", Source: west}); err == nil || !strings.Contains(err.Error(), `named "east"`) {
+		t.Errorf("a second source named east: %v, want refused", err)
+	}
+	stop := start(t, srv)
+	for i, s := range []*chanSource{east, west, east} {
+		s.in <- []*txinbox.Message{{ID: fmt.Sprint("m-", i), Payload: []byte("x")}}
+	}
+	waitFor(t, func() bool { return len(east.ackedIDs()) == 2 && len(west.ackedIDs()) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if e, w := f.rows(t, "east"), f.rows(t, "west"); e != 2 || w != 1 {
+		t.Errorf("rows east %d, west %d; want 2 and 1", e, w)
+	}
+	for _, want := range []string{"east source running, scope east", "west source running, scope west", "ready: east, west", "stopped"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress %q lacks %q", progress.String(), want)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
+
+// TestHandlersMounted: Config.Handlers are served beside /healthz; a
+// pattern taken by the server is an error of New, not a panic.
+func TestHandlersMounted(t *testing.T) {
+	t.Parallel()
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console "+r.URL.Path) })
+	srv, err := server.New(server.Config{Logger: quiet(), Handlers: map[string]http.Handler{"/ui/": ui}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(srv.Handler(), "/ui/scopes"); code != 200 || body != "console /ui/scopes" {
+		t.Errorf("/ui/scopes = %d %q", code, body)
+	}
+	if code, body := get(srv.Handler(), "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	_, err = server.New(server.Config{Handlers: map[string]http.Handler{"GET /healthz": ui}})
+	if err == nil || !strings.Contains(err.Error(), `Config.Handlers["GET /healthz"]`) {
+		t.Errorf("a handler on GET /healthz: %v, want an error naming it", err)
+	}
+}
+
+// lines is a Progress writer that hands each line to a channel.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) {
+	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l <- s
+	}
+	return len(p), nil
+}
+
+// TestEndpointAnswersTheRequestInFlight: a stop while an endpoint's
+// request is in its handler lets the request be answered; the endpoint
+// takes no new one.
+func TestEndpointAnswersTheRequestInFlight(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "receipt")
+	})
+	progress := make(lines, 16)
+	srv, err := server.New(server.Config{Logger: quiet(), Progress: progress, ShutdownTimeout: 20 * time.Second,
+		Endpoints: []server.Endpoint{{Name: "as4", Listen: "127.0.0.1:0", Handler: h}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, srv)
+	var url string
+	for url == "" {
+		if rest, ok := strings.CutPrefix(<-progress, "as4 endpoint listening on "); ok {
+			url = rest
+		}
+	}
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(url, "text/plain", strings.NewReader("m"))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(b)
+	}()
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	waitFor(t, func() bool {
+		checks, _ := srv.Ready(context.Background())
+		return checks["started"] != "ok"
+	})
+	close(release)
+	if got := <-answer; got != "receipt" {
+		t.Errorf("the request in flight got %q, want its receipt", got)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := http.Post(url, "text/plain", strings.NewReader("m")); err == nil {
+		t.Error("the endpoint took a request after the stop")
+	}
+}
