@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -92,14 +93,14 @@ func validTimestamp(s string) bool {
 //
 // Compressed payloads are decompressed, within lim.decompressed for the
 // whole message.
-func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart, lim limits) ([]Part, *failure) {
+func resolveParts(u *UserMessage, env *envelope, mimeParts []*wire.Part, lim limits) ([]Part, *failure) {
 	budget := lim.decompressed
-	byCID := make(map[string]*mimePart, len(mimeParts))
+	byCID := make(map[string]*wire.Part, len(mimeParts))
 	for _, p := range mimeParts {
-		if _, dup := byCID[p.contentID]; dup && p.contentID != "" {
-			return nil, senderFailure(MimeInconsistency, fmt.Sprintf("two MIME parts have the Content-ID <%s>", p.contentID))
+		if _, dup := byCID[p.ContentID]; dup && p.ContentID != "" {
+			return nil, senderFailure(MimeInconsistency, fmt.Sprintf("two MIME parts have the Content-ID <%s>", p.ContentID))
 		}
-		byCID[p.contentID] = p
+		byCID[p.ContentID] = p
 	}
 	parts := make([]Part, 0, len(u.PartInfos))
 	seen := map[string]bool{}
@@ -121,8 +122,10 @@ func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart, lim limi
 		parts = append(parts, p)
 	}
 	for _, p := range mimeParts {
-		if !p.used {
-			return nil, senderFailure(ValueInconsistent, fmt.Sprintf("MIME part <%s> is not referenced by any eb:PartInfo", p.contentID))
+		// A part is used when a PartInfo resolved to "cid:" + its Content-ID,
+		// which is unique (checked above) and never empty (resolvePart).
+		if !seen["cid:"+p.ContentID] {
+			return nil, senderFailure(ValueInconsistent, fmt.Sprintf("MIME part <%s> is not referenced by any eb:PartInfo", p.ContentID))
 		}
 	}
 	if env.bodyElems && !bodyUsed {
@@ -133,7 +136,7 @@ func resolveParts(u *UserMessage, env *envelope, mimeParts []*mimePart, lim limi
 
 // resolvePart returns the payload of one PartInfo and a name of its target,
 // to find two PartInfos for one payload.
-func resolvePart(pi *PartInfo, env *envelope, byCID map[string]*mimePart) (Part, string, *failure) {
+func resolvePart(pi *PartInfo, env *envelope, byCID map[string]*wire.Part) (Part, string, *failure) {
 	href := pi.Href
 	switch {
 	case href == "":
@@ -154,16 +157,15 @@ func resolvePart(pi *PartInfo, env *envelope, byCID map[string]*mimePart) (Part,
 	// A href without a scheme that names a Content-ID (Domibus writes
 	// href="attachment1") is taken as a cid: reference.
 	cid, hasScheme := strings.CutPrefix(href, "cid:")
-	var mp *mimePart
+	var mp *wire.Part
 	if hasScheme || !strings.Contains(href, ":") {
 		mp = byCID[cid]
 		if un, err := url.PathUnescape(cid); mp == nil && err == nil {
 			mp = byCID[un]
 		}
 	}
-	if mp == nil || mp.contentID == "" {
+	if mp == nil || mp.ContentID == "" {
 		return Part{}, "", senderFailure(ExternalPayloadError, fmt.Sprintf("eb:PartInfo href=%q: no MIME part with this Content-ID (external payloads are not fetched)", href))
 	}
-	mp.used = true
-	return Part{Info: *pi, ContentID: mp.contentID, ContentType: mp.contentType, Data: mp.data}, "cid:" + mp.contentID, nil
+	return Part{Info: *pi, ContentID: mp.ContentID, ContentType: mp.ContentType, Data: mp.Data}, "cid:" + mp.ContentID, nil
 }

@@ -51,11 +51,7 @@
 // transaction commits many messages under load, and the database sees at
 // most Inbox.Concurrency transactions whatever the number of connections.
 //
-// Client is the sending side: Send posts an Outgoing user message
-// (multipart/related, SOAP 1.2, payloads as cid: attachments) and returns
-// the partner's receipt, or a *SendError that says whether the partner
-// refused the message for good (IsPermanent) or it may be resent.
-// DeriveMessageID makes the MessageId of a resend the same.
-// ClientConfig.Security signs and encrypts the messages and verifies the
-// partner's signed receipt; docs/as4.md, section Sending, has the details.
+// The sending side is package as4/as4client: its Client posts an Outgoing
+// user message and returns the partner's receipt, or an error that says
+// whether the message may be resent.
 package as4

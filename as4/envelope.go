@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -76,7 +77,7 @@ func decodeEnvelope(d *xml.Decoder, doc []byte) (*envelope, error) {
 	}
 	env := &envelope{soap: root.Name.Space, ids: map[string][]byte{}}
 	for {
-		el, err := nextChild(d)
+		el, err := wire.NextChild(d)
 		if err != nil || el == nil {
 			return env, err
 		}
@@ -95,26 +96,9 @@ func decodeEnvelope(d *xml.Decoder, doc []byte) (*envelope, error) {
 	}
 }
 
-// nextChild returns the next child element of the current element, or nil
-// at its end tag.
-func nextChild(d *xml.Decoder) (*xml.StartElement, error) {
-	for {
-		t, err := d.Token()
-		if err != nil {
-			return nil, err
-		}
-		switch t := t.(type) {
-		case xml.StartElement:
-			return &t, nil
-		case xml.EndElement:
-			return nil, nil
-		}
-	}
-}
-
 func (env *envelope) readHeader(d *xml.Decoder) error {
 	for {
-		el, err := nextChild(d)
+		el, err := wire.NextChild(d)
 		if err != nil || el == nil {
 			return err
 		}
@@ -135,7 +119,7 @@ func (env *envelope) readHeader(d *xml.Decoder) error {
 
 func (env *envelope) readMessaging(d *xml.Decoder) error {
 	for {
-		el, err := nextChild(d)
+		el, err := wire.NextChild(d)
 		if err != nil || el == nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -152,7 +153,7 @@ func (h *Handler[TTx]) deliver(w http.ResponseWriter, r *http.Request, req *requ
 	msg := &txinbox.Message{
 		Scope: rec.Scope, ID: rec.Key, Source: "as4", SourcePosition: r.RemoteAddr,
 		PartitionKey: req.msg.Sender().ID, Payload: rec.Fingerprint, ReceivedAt: rec.ReceivedAt,
-		Headers: []txinbox.Header{{Key: "Content-Type", Value: cleanText(r.Header.Get("Content-Type"))}},
+		Headers: []txinbox.Header{{Key: "Content-Type", Value: wire.CleanText(r.Header.Get("Content-Type"))}},
 	}
 	h.pending.Store(msg, rec)
 	// Submit must not return before the batch is done: if it returned when

@@ -2,17 +2,13 @@ package as4
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
-	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -31,14 +27,6 @@ type request struct {
 	// security is what the WS-Security verifier found; nil before
 	// verification.
 	security *verified
-}
-
-// mimePart is one non-root part of a multipart/related request.
-type mimePart struct {
-	contentID   string
-	contentType string
-	data        []byte
-	used        bool
 }
 
 // signalRequest is a signal message posted to the endpoint.
@@ -148,7 +136,7 @@ func peekMessageID(root []byte) string {
 			}
 		case xml.EndElement:
 			if matched == len(want) && depth == matched {
-				id := trim(text.String())
+				id := wire.Trim(text.String())
 				if len(id) > MaxMessageIDLength || !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
 					return ""
 				}
@@ -162,95 +150,12 @@ func peekMessageID(root []byte) string {
 	}
 }
 
-// splitMIME returns the SOAP envelope and the other MIME parts of a body.
-func splitMIME(body []byte, contentType string) ([]byte, []*mimePart, *failure) {
-	mt, params, err := mime.ParseMediaType(contentType)
+// splitMIME returns the SOAP envelope and the other MIME parts of a body;
+// a MIME structure it cannot read is an EBMS:0007 failure.
+func splitMIME(body []byte, contentType string) ([]byte, []*wire.Part, *failure) {
+	root, parts, err := wire.SplitMIME(body, contentType)
 	if err != nil {
-		return nil, nil, senderFailure(MimeInconsistency, "Content-Type: "+err.Error())
-	}
-	if !strings.HasPrefix(mt, "multipart/") {
-		return body, nil, nil
-	}
-	start, boundary := trimCID(params["start"]), params["boundary"]
-	// The reader takes an input cut inside a part's headers for its end.
-	if boundary == "" || !bytes.Contains(body, []byte("--"+boundary+"--")) {
-		return nil, nil, senderFailure(MimeInconsistency, "the multipart body does not end with its closing boundary (truncated?)")
-	}
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	var root []byte
-	var parts []*mimePart
-	for n := 1; ; n++ {
-		p, err := mr.NextRawPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, senderFailure(MimeInconsistency, fmt.Sprintf("MIME part %d: %v", n, err))
-		}
-		mp, f := readPart(p, n)
-		if f != nil {
-			return nil, nil, f
-		}
-		if root == nil && (start == "" || mp.contentID == start) {
-			root = mp.data
-			continue
-		}
-		parts = append(parts, mp)
-	}
-	if root == nil {
-		return nil, nil, senderFailure(MimeInconsistency, "no root part")
+		return nil, nil, senderFailure(MimeInconsistency, err.Error())
 	}
 	return root, parts, nil
-}
-
-func readPart(p *multipart.Part, n int) (*mimePart, *failure) {
-	var r io.Reader = p
-	switch cte := strings.ToLower(strings.TrimSpace(p.Header.Get("Content-Transfer-Encoding"))); cte {
-	case "", "binary", "8bit", "7bit":
-	case "base64":
-		r = base64.NewDecoder(base64.StdEncoding, &stripSpace{r: p})
-	case "quoted-printable":
-		r = quotedprintable.NewReader(p)
-	default:
-		return nil, senderFailure(MimeInconsistency, fmt.Sprintf("MIME part %d: unsupported Content-Transfer-Encoding %q", n, cte))
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, senderFailure(MimeInconsistency, fmt.Sprintf("MIME part %d: %v", n, err))
-	}
-	return &mimePart{contentID: cleanText(trimCID(p.Header.Get("Content-Id"))), contentType: cleanText(p.Header.Get("Content-Type")), data: data}, nil
-}
-
-// trimCID removes white space and the angle brackets of a Content-ID.
-func trimCID(s string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(s), "<"), ">")
-}
-
-// stripSpace drops line breaks and spaces, for base64 bodies.
-type stripSpace struct{ r io.Reader }
-
-// Read implements io.Reader.
-func (s *stripSpace) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		n, err := s.r.Read(p)
-		k := 0
-		for _, b := range p[:n] {
-			if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
-				p[k] = b
-				k++
-			}
-		}
-		if k > 0 || err != nil {
-			return k, err
-		}
-	}
-}
-
-// cleanText makes a MIME header value storable as database text: valid
-// UTF-8 without NUL bytes.
-func cleanText(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"strings"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
@@ -81,7 +82,7 @@ func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*verifie
 	}
 	atts := make([]wssec.Attachment, len(parts))
 	for i, p := range parts {
-		atts[i] = wssec.Attachment{ContentID: p.contentID, ContentType: p.contentType, Data: p.data}
+		atts[i] = wssec.Attachment{ContentID: p.ContentID, ContentType: p.ContentType, Data: p.Data}
 	}
 	res, err := v.Verify(root, atts)
 	if err != nil {
@@ -154,11 +155,11 @@ func verifiedRefs(sec *verified) [][]byte {
 // plaintextParts returns the Content-IDs of the attachments that came
 // unencrypted: those whose bytes after decryption are the bytes on the
 // wire (AES-GCM ciphertext is always longer than its plaintext).
-func plaintextParts(wire []*mimePart, sec *wssec.Result) []string {
+func plaintextParts(received []*wire.Part, sec *wssec.Result) []string {
 	var ids []string
-	for i, p := range wire {
-		if !sec.Encrypted || i >= len(sec.Attachments) || bytes.Equal(sec.Attachments[i].Data, p.data) {
-			ids = append(ids, p.contentID)
+	for i, p := range received {
+		if !sec.Encrypted || i >= len(sec.Attachments) || bytes.Equal(sec.Attachments[i].Data, p.Data) {
+			ids = append(ids, p.ContentID)
 		}
 	}
 	return ids

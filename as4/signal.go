@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -18,8 +19,8 @@ type soapVersion struct {
 }
 
 var (
-	soap12 = soapVersion{ebms.NamespaceSOAP12, "S12", "application/soap+xml; charset=UTF-8", "true"}
-	soap11 = soapVersion{ebms.NamespaceSOAP11, "S11", "text/xml; charset=UTF-8", "1"}
+	soap12 = soapVersion{ebms.NamespaceSOAP12, "S12", wire.ContentTypeSOAP12, "true"}
+	soap11 = soapVersion{ebms.NamespaceSOAP11, "S11", wire.ContentTypeSOAP11, "1"}
 )
 
 func soapOf(version string) soapVersion {
@@ -56,8 +57,6 @@ func newMessageID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x@txinbox", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
 // signalEnvelope writes an envelope with one eb:SignalMessage; content
 // writes what follows its eb:MessageInfo, fault the Body's content.
 func signalEnvelope(v soapVersion, id, ref string, at time.Time, content, fault func(w *xmlWriter), extraHeader func(w *xmlWriter)) []byte {
@@ -71,7 +70,7 @@ func signalEnvelope(v soapVersion, id, ref string, at time.Time, content, fault 
 	w.open("eb:Messaging", v.prefix+":mustUnderstand", v.mustUnderstand)
 	w.open("eb:SignalMessage")
 	w.open("eb:MessageInfo")
-	w.text("eb:Timestamp", timestamp(at))
+	w.text("eb:Timestamp", wire.Timestamp(at))
 	w.text("eb:MessageId", id)
 	w.optText("eb:RefToMessageId", ref)
 	w.close("eb:MessageInfo")

@@ -4,12 +4,13 @@ import (
 	"encoding/xml"
 	"strings"
 
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
-// UserMessage is the complete eb:UserMessage header of a received message:
-// what the payload hash covers besides the payloads, and what the receipt
-// copies. Text values are trimmed of leading and trailing XML white space.
+// UserMessage is the complete eb:UserMessage header of a message: of a
+// received one, what the payload hash covers besides the payloads and
+// what the receipt copies; of a sent one, what Envelope writes. Text values are trimmed of leading and trailing XML white space.
 type UserMessage struct {
 	MPC            string // @mpc, optional
 	Timestamp      string // eb:MessageInfo/eb:Timestamp as written
@@ -112,18 +113,15 @@ type (
 	}
 )
 
-// trim removes leading and trailing XML white space.
-func trim(s string) string { return strings.Trim(s, " \t\r\n") }
-
 func (x *userMessageXML) userMessage() UserMessage {
 	c := &x.Collaboration
 	return UserMessage{
-		MPC: strings.TrimSpace(x.MPC), Timestamp: trim(x.MessageInfo.Timestamp),
-		MessageID: trim(x.MessageInfo.MessageID), RefToMessageID: trim(x.MessageInfo.RefToMessageID),
+		MPC: strings.TrimSpace(x.MPC), Timestamp: wire.Trim(x.MessageInfo.Timestamp),
+		MessageID: wire.Trim(x.MessageInfo.MessageID), RefToMessageID: wire.Trim(x.MessageInfo.RefToMessageID),
 		From: x.From.party(), To: x.To.party(),
-		AgreementRef: AgreementRef{Value: trim(c.AgreementRef.Value), Type: c.AgreementRef.Type, PMode: c.AgreementRef.PMode},
-		Service:      ebms.Service{Type: firstOf(c.Services).Type, Value: trim(firstOf(c.Services).Value)},
-		Action:       trim(firstOf(c.Actions)), ConversationID: trim(firstOf(c.ConversationIDs)),
+		AgreementRef: AgreementRef{Value: wire.Trim(c.AgreementRef.Value), Type: c.AgreementRef.Type, PMode: c.AgreementRef.PMode},
+		Service:      ebms.Service{Type: firstOf(c.Services).Type, Value: wire.Trim(firstOf(c.Services).Value)},
+		Action:       wire.Trim(firstOf(c.Actions)), ConversationID: wire.Trim(firstOf(c.ConversationIDs)),
 		Properties: properties(x.Properties), PartInfos: partInfos(x.PartInfos),
 	}
 }
@@ -138,9 +136,9 @@ func firstOf[T any](s []T) T {
 }
 
 func (p *partyXML) party() ebms.Party {
-	out := ebms.Party{Role: trim(firstOf(p.Roles))}
+	out := ebms.Party{Role: wire.Trim(firstOf(p.Roles))}
 	for _, id := range p.PartyIDs {
-		out.IDs = append(out.IDs, ebms.PartyID{Type: id.Type, ID: trim(id.Value)})
+		out.IDs = append(out.IDs, ebms.PartyID{Type: id.Type, ID: wire.Trim(id.Value)})
 	}
 	return out
 }
@@ -148,7 +146,7 @@ func (p *partyXML) party() ebms.Party {
 func properties(ps []propertyXML) []Property {
 	var out []Property
 	for _, p := range ps {
-		out = append(out, Property{Name: p.Name, Type: p.Type, Value: trim(p.Value)})
+		out = append(out, Property{Name: p.Name, Type: p.Type, Value: wire.Trim(p.Value)})
 	}
 	return out
 }
@@ -159,7 +157,7 @@ func partInfos(ps []partInfoXML) []PartInfo {
 		out = append(out, PartInfo{
 			Href:        strings.TrimSpace(p.Href),
 			Schema:      PartSchema{Location: p.Schema.Location, Version: p.Schema.Version, Namespace: p.Schema.Namespace},
-			Description: Description{Lang: p.Description.Lang, Value: trim(p.Description.Value)},
+			Description: Description{Lang: p.Description.Lang, Value: wire.Trim(p.Description.Value)},
 			Properties:  properties(p.Properties),
 		})
 	}
@@ -179,17 +177,17 @@ func (x *userMessageXML) missingElements() string {
 		switch {
 		case len(p.party.PartyIDs) == 0:
 			return "eb:PartyInfo/" + p.name + "/eb:PartyId is missing"
-		case len(p.party.Roles) != 1 || trim(p.party.Roles[0]) == "":
+		case len(p.party.Roles) != 1 || wire.Trim(p.party.Roles[0]) == "":
 			return "eb:PartyInfo/" + p.name + " must have one non-empty eb:Role"
 		}
 		for _, id := range p.party.PartyIDs {
-			if trim(id.Value) == "" {
+			if wire.Trim(id.Value) == "" {
 				return "eb:PartyInfo/" + p.name + "/eb:PartyId is empty"
 			}
 		}
 	}
 	switch {
-	case len(c.Services) != 1 || trim(c.Services[0].Value) == "":
+	case len(c.Services) != 1 || wire.Trim(c.Services[0].Value) == "":
 		return "eb:CollaborationInfo must have one non-empty eb:Service"
 	case len(c.Actions) != 1:
 		return "eb:CollaborationInfo must have one eb:Action"
@@ -326,4 +324,23 @@ func (m *UserMessage) CanonicalXML() string {
 	w.writeUserMessage(m)
 	s := w.b.String()
 	return strings.Replace(s, "<eb:UserMessage", `<eb:UserMessage xmlns:eb="`+ns+`"`, 1)
+}
+
+// Envelope returns the SOAP 1.2 envelope of a user message whose header is
+// m, without payloads in the Body: the root part that a sending MSH posts
+// (package as4/as4client), with every value escaped.
+func (m *UserMessage) Envelope() []byte {
+	v := soap12
+	var w xmlWriter
+	w.b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	w.open(v.prefix+":Envelope", "xmlns:"+v.prefix, v.ns, "xmlns:eb", ns)
+	w.open(v.prefix + ":Header")
+	w.open("eb:Messaging", v.prefix+":mustUnderstand", v.mustUnderstand)
+	w.writeUserMessage(m)
+	w.close("eb:Messaging")
+	w.close(v.prefix + ":Header")
+	w.open(v.prefix + ":Body")
+	w.close(v.prefix + ":Body")
+	w.close(v.prefix + ":Envelope")
+	return []byte(w.b.String())
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/edi"
@@ -251,7 +252,7 @@ func (s *sabotagedTarget) Send(ctx context.Context, m *outbox.Message) (outbox.R
 
 // invoicerTarget is the AS4 target: every partner is served by the demo's
 // one partner endpoint, each under its own PartyId.
-func invoicerTarget(url string, sec as4.ClientSecurity) (*as4target.Target, error) {
+func invoicerTarget(url string, sec as4client.Security) (*as4target.Target, error) {
 	partners := map[string]as4target.Partner{}
 	for name := range invoicerPartners {
 		partners[name] = as4target.Partner{URL: url,
@@ -436,5 +437,5 @@ func newInvoicerEvent(run string, n int, partner string, lines []invoicer.Line, 
 	b, _ := json.Marshal(ev) // plain struct
 	id := fmt.Sprintf("InvoiceIssued/%s/%06d", run, n)
 	stable := (&outbox.Message{Scope: invoicer.DefaultScope, MessageID: id}).StableID()
-	return invoicerEvent{id: id, messageID: as4.DeriveMessageID(stable, invoicerMessageIDDomain), payload: b}
+	return invoicerEvent{id: id, messageID: as4client.DeriveMessageID(stable, invoicerMessageIDDomain), payload: b}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
 	"github.com/txinbox/txinbox/as4/wssec"
 )
 
@@ -93,28 +94,28 @@ func demoKeys(dir, side string) (*wssec.KeyPair, *x509.CertPool, error) {
 
 // senderSecurity is the relay's: sign as the sender, encrypt for the
 // partner, verify the partner's receipts.
-func senderSecurity(dir string) (as4.ClientSecurity, error) {
+func senderSecurity(dir string) (as4client.Security, error) {
 	kp, roots, err := demoKeys(dir, "sender")
 	if err != nil {
-		return as4.ClientSecurity{}, err
+		return as4client.Security{}, err
 	}
 	partner, err := wssec.LoadCertificates(filepath.Join(dir, "partner.pem"))
 	if err != nil {
-		return as4.ClientSecurity{}, err
+		return as4client.Security{}, err
 	}
 	s, err := wssec.NewSigner(kp.Key, kp.Certificate)
 	if err != nil {
-		return as4.ClientSecurity{}, err
+		return as4client.Security{}, err
 	}
 	x, err := wssec.NewEncrypter(partner[0])
 	if err != nil {
-		return as4.ClientSecurity{}, err
+		return as4client.Security{}, err
 	}
 	v, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: roots})
 	if err != nil {
-		return as4.ClientSecurity{}, err
+		return as4client.Security{}, err
 	}
-	return as4.ClientSecurity{Signer: s, Encrypter: x, ReceiptVerifier: v}, nil
+	return as4client.Security{Signer: s, Encrypter: x, ReceiptVerifier: v}, nil
 }
 
 // partnerSecurity is the partner endpoint's: decrypt with its key, verify

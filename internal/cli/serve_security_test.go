@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
 	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 	"github.com/txinbox/txinbox/edi/ebms"
@@ -51,14 +51,14 @@ func TestServeAS4Security(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := func(id string) as4.Outgoing {
-		return as4.Outgoing{MessageID: id, Timestamp: time.Now(),
+	msg := func(id string) as4client.Outgoing {
+		return as4client.Outgoing{MessageID: id, Timestamp: time.Now(),
 			From:    ebms.Party{IDs: []ebms.PartyID{{Type: "urn:test", ID: "sender"}}},
 			To:      ebms.Party{IDs: []ebms.PartyID{{Type: "urn:test", ID: "receiver"}}},
 			Service: ebms.Service{Value: "urn:test:invoicing"}, Action: "Submit", ConversationID: "c1",
-			Payloads: []as4.Payload{{ContentType: "application/xml", Data: []byte("<Invoice><ID>1</ID></Invoice>")}}}
+			Payloads: []as4client.Payload{{ContentType: "application/xml", Data: []byte("<Invoice><ID>1</ID></Invoice>")}}}
 	}
-	secured, err := as4.NewClient(as4.ClientConfig{URL: url, Security: as4.ClientSecurity{Signer: s, Encrypter: x, ReceiptVerifier: v}})
+	secured, err := as4client.New(as4client.Config{URL: url, Security: as4client.Security{Signer: s, Encrypter: x, ReceiptVerifier: v}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestServeAS4Security(t *testing.T) {
 		t.Fatalf("receipt not a signed NRR by the endpoint's key (%v):\n%s", err, res.Receipt)
 	}
 
-	plain, err := as4.NewClient(as4.ClientConfig{URL: url})
+	plain, err := as4client.New(as4client.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

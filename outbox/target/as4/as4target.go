@@ -4,7 +4,7 @@
 //
 // The row's Topic names the partner; Config.Partners gives its endpoint and
 // the ebMS header values. The MessageId is derived from the row's stable id
-// (as4.DeriveMessageID) and the Timestamp is the row's creation time, so a
+// (as4client.DeriveMessageID) and the Timestamp is the row's creation time, so a
 // resend after a crash or a lost receipt is the same AS4 message, which the
 // partner's MSH recognises (txinbox's own endpoint answers it with the
 // receipt it stored).
@@ -33,7 +33,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/outbox"
 )
@@ -51,10 +53,10 @@ type Partner struct {
 	// URL is the partner's AS4 endpoint. Required.
 	URL string
 	// From is our party (eb:From): at least one PartyId. The role defaults
-	// to as4.RoleInitiator.
+	// to as4client.RoleInitiator.
 	From ebms.Party
 	// To is the partner (eb:To): at least one PartyId. The role defaults
-	// to as4.RoleResponder.
+	// to as4client.RoleResponder.
 	To ebms.Party
 	// Service and ServiceType are eb:Service and its type attribute;
 	// Service is required.
@@ -64,9 +66,9 @@ type Partner struct {
 	// AgreementRef is eb:AgreementRef. Optional.
 	AgreementRef as4.AgreementRef
 	// Security signs and encrypts the messages to this partner and
-	// verifies its signed receipts (see as4.ClientSecurity). Defaults to
+	// verifies its signed receipts (see as4client.Security). Defaults to
 	// none.
-	Security as4.ClientSecurity
+	Security as4client.Security
 }
 
 // Config configures a Target.
@@ -82,10 +84,10 @@ type Config struct {
 	// one for TLS client certificates or a proxy.
 	HTTPClient *http.Client
 	// Timeout bounds one send, up to the end of the partner's answer.
-	// Defaults to as4.DefaultSendTimeout (1 minute).
+	// Defaults to as4client.DefaultSendTimeout (1 minute).
 	Timeout time.Duration
 	// MaxResponseBytes bounds the answer read. Defaults to
-	// as4.DefaultMaxResponseBytes (1 MiB).
+	// as4client.DefaultMaxResponseBytes (1 MiB).
 	MaxResponseBytes int64
 }
 
@@ -101,7 +103,7 @@ func (e *ConfigError) Error() string { return "as4target: invalid Config." + e.F
 // partner is a configured partner with its client.
 type partner struct {
 	Partner
-	client *as4.Client
+	client *as4client.Client
 }
 
 // Target sends outbox rows as AS4 user messages. It is safe for
@@ -119,7 +121,7 @@ func New(cfg Config) (*Target, error) {
 	if cfg.MessageIDDomain == "" {
 		cfg.MessageIDDomain = "txinbox"
 	}
-	if err := as4.CheckMessageIDDomain(cfg.MessageIDDomain); err != nil {
+	if err := as4client.CheckMessageIDDomain(cfg.MessageIDDomain); err != nil {
 		return nil, &ConfigError{Field: "MessageIDDomain", Msg: err.Error()}
 	}
 	switch {
@@ -143,8 +145,8 @@ func New(cfg Config) (*Target, error) {
 		if err := p.validate(field); err != nil {
 			return nil, err
 		}
-		c, err := as4.NewClient(as4.ClientConfig{URL: p.URL, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, Security: p.Security})
-		var ce *as4.ConfigError
+		c, err := as4client.New(as4client.Config{URL: p.URL, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, Security: p.Security})
+		var ce *txinbox.ConfigError
 		if errors.As(err, &ce) {
 			return nil, &ConfigError{Field: field + "." + ce.Field, Msg: ce.Msg}
 		}
@@ -191,9 +193,9 @@ func (t *Target) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, e
 	res, err := p.client.Send(ctx, out)
 	if err != nil {
 		err = fmt.Errorf("as4target: outbox row %d (%s) to partner %q: %w", m.ID, m.StableID(), m.Topic, err)
-		var se *as4.SendError
+		var se *as4client.SendError
 		switch {
-		case as4.IsPermanent(err):
+		case as4client.IsPermanent(err):
 			return nil, outbox.Permanent(err)
 		case errors.As(err, &se) && se.RetryAfter > 0:
 			return nil, outbox.RetryAfter(err, min(se.RetryAfter, maxRetryAfter))
@@ -206,16 +208,16 @@ func (t *Target) Send(ctx context.Context, m *outbox.Message) (outbox.Receipt, e
 // outgoing builds the AS4 message of a row; every value that is in the
 // message's fingerprint at the receiver comes from the row, so a resend
 // is identical.
-func (t *Target) outgoing(p *partner, m *outbox.Message) (as4.Outgoing, error) {
+func (t *Target) outgoing(p *partner, m *outbox.Message) (as4client.Outgoing, error) {
 	if m.CreatedAt.IsZero() {
-		return as4.Outgoing{}, fmt.Errorf("as4target: outbox row %d (%s) has no CreatedAt: the AS4 Timestamp must be the same on every resend", m.ID, m.StableID())
+		return as4client.Outgoing{}, fmt.Errorf("as4target: outbox row %d (%s) has no CreatedAt: the AS4 Timestamp must be the same on every resend", m.ID, m.StableID())
 	}
 	conv := m.HeaderValue(HeaderConversationID)
 	if conv == "" {
 		conv = m.MessageID
 	}
-	return as4.Outgoing{
-		MessageID:      as4.DeriveMessageID(m.StableID(), t.domain),
+	return as4client.Outgoing{
+		MessageID:      as4client.DeriveMessageID(m.StableID(), t.domain),
 		Timestamp:      m.CreatedAt,
 		From:           p.From,
 		To:             p.To,
@@ -223,6 +225,6 @@ func (t *Target) outgoing(p *partner, m *outbox.Message) (as4.Outgoing, error) {
 		Action:         p.Action,
 		AgreementRef:   p.AgreementRef,
 		ConversationID: conv,
-		Payloads:       []as4.Payload{{ContentType: m.ContentType, Data: m.Payload}},
+		Payloads:       []as4client.Payload{{ContentType: m.ContentType, Data: m.Payload}},
 	}, nil
 }

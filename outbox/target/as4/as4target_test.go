@@ -19,6 +19,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
@@ -126,7 +127,7 @@ func TestSameRowTwiceIsOneMessageAtThePartner(t *testing.T) {
 	if len(first) == 0 || !bytes.Equal(first, second) {
 		t.Errorf("the resend got another receipt:\n%s\nwant:\n%s", second, first)
 	}
-	id := as4.DeriveMessageID("billing/InvoiceIssued/42/0", "billing.test")
+	id := as4client.DeriveMessageID("billing/InvoiceIssued/42/0", "billing.test")
 	if n := p.count(t, `SELECT count(*) FROM txinbox_as4_messages WHERE message_id = ? AND from_party = 'billing' AND to_party = 'acme'
 		AND service = 'urn:test:invoicing' AND service_type = 'urn:test:service-type' AND action = 'Submit'
 		AND conversation_id = 'InvoiceIssued/42' AND sent_at = '2026-11-30T10:00:00.123Z' AND receipt = ?`, id, []byte(first)); n != 1 {
@@ -171,7 +172,7 @@ func TestSecuredPartner(t *testing.T) {
 	receipts, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: pki.Roots()})
 	must(t, err)
 	partner := acme(p.url)
-	partner.Security = as4.ClientSecurity{Signer: signer, Encrypter: enc, ReceiptVerifier: receipts}
+	partner.Security = as4client.Security{Signer: signer, Encrypter: enc, ReceiptVerifier: receipts}
 	tg := newTarget(t, map[string]as4target.Partner{"acme": partner})
 	m := row(0, "<Invoice><ID>43</ID></Invoice>")
 	first, err := tg.Send(context.Background(), m)
@@ -214,7 +215,7 @@ func TestPermanentFailures(t *testing.T) {
 	_, err = tg.Send(ctx, row(0, "<original/>"))
 	must(t, err)
 	_, err = tg.Send(ctx, row(0, "<changed/>"))
-	var se *as4.SendError
+	var se *as4client.SendError
 	if !outbox.IsPermanent(err) || !errors.As(err, &se) || se.Code != as4.ValueInconsistent || !strings.Contains(err.Error(), "EBMS:0003") {
 		t.Errorf("drift: %v", err)
 	}

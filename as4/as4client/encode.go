@@ -1,4 +1,4 @@
-package as4
+package as4client
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -92,8 +94,8 @@ func checkMessageID(field, id string, required bool) error {
 	switch {
 	case id == "" && required:
 		return &OutgoingError{Field: field, Msg: "required"}
-	case len(id) > MaxMessageIDLength:
-		return &OutgoingError{Field: field, Msg: fmt.Sprintf("%d bytes long; at most %d are accepted", len(id), MaxMessageIDLength)}
+	case len(id) > as4.MaxMessageIDLength:
+		return &OutgoingError{Field: field, Msg: fmt.Sprintf("%d bytes long; at most %d are accepted", len(id), as4.MaxMessageIDLength)}
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c >= 0x7f || c == '<' || c == '>' {
@@ -124,7 +126,7 @@ func (m *Outgoing) texts() [][2]string {
 	return t
 }
 
-func appendProperties(t [][2]string, field string, ps []Property) [][2]string {
+func appendProperties(t [][2]string, field string, ps []as4.Property) [][2]string {
 	for i, p := range ps {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		t = append(t, [2]string{f + ".Name", p.Name}, [2]string{f + ".Type", p.Type}, [2]string{f + ".Value", p.Value})
@@ -186,19 +188,19 @@ func (m *Outgoing) checkPayloads() error {
 }
 
 // userMessage returns the eb:UserMessage of m, which is valid.
-func (m *Outgoing) userMessage() UserMessage {
-	u := UserMessage{
-		MPC: m.MPC, Timestamp: timestamp(m.Timestamp), MessageID: m.MessageID, RefToMessageID: m.RefToMessageID,
+func (m *Outgoing) userMessage() as4.UserMessage {
+	u := as4.UserMessage{
+		MPC: m.MPC, Timestamp: wire.Timestamp(m.Timestamp), MessageID: m.MessageID, RefToMessageID: m.RefToMessageID,
 		From: m.From, To: m.To, AgreementRef: m.AgreementRef, Service: m.Service, Action: m.Action,
 		ConversationID: m.ConversationID, Properties: m.Properties,
 	}
 	for _, p := range m.Payloads {
 		props := p.Properties
-		if (&PartInfo{Properties: props}).Property("MimeType") == "" {
+		if (&as4.PartInfo{Properties: props}).Property("MimeType") == "" {
 			mt, _, _ := mime.ParseMediaType(p.ContentType)
-			props = append([]Property{{Name: "MimeType", Value: mt}}, props...)
+			props = append([]as4.Property{{Name: "MimeType", Value: mt}}, props...)
 		}
-		u.PartInfos = append(u.PartInfos, PartInfo{Href: "cid:" + p.ContentID, Properties: props})
+		u.PartInfos = append(u.PartInfos, as4.PartInfo{Href: "cid:" + p.ContentID, Properties: props})
 	}
 	return u
 }
@@ -207,19 +209,7 @@ func (m *Outgoing) userMessage() UserMessage {
 // the XML writer's escaping.
 func (m *Outgoing) envelope() []byte {
 	u := m.userMessage()
-	v := soap12
-	var w xmlWriter
-	w.b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	w.open(v.prefix+":Envelope", "xmlns:"+v.prefix, v.ns, "xmlns:eb", ns)
-	w.open(v.prefix + ":Header")
-	w.open("eb:Messaging", v.prefix+":mustUnderstand", v.mustUnderstand)
-	w.writeUserMessage(&u)
-	w.close("eb:Messaging")
-	w.close(v.prefix + ":Header")
-	w.open(v.prefix + ":Body")
-	w.close(v.prefix + ":Body")
-	w.close(v.prefix + ":Envelope")
-	return []byte(w.b.String())
+	return u.Envelope()
 }
 
 // encode returns m as a multipart/related body (SOAP with attachments):
@@ -240,7 +230,7 @@ func encodeMIME(env []byte, payloads []Payload) ([]byte, string, error) {
 	parts := []struct {
 		id, ct string
 		data   []byte
-	}{{rootContentID, soap12.contentType, env}}
+	}{{rootContentID, wire.ContentTypeSOAP12, env}}
 	for _, p := range payloads {
 		parts = append(parts, struct {
 			id, ct string

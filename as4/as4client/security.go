@@ -1,11 +1,11 @@
-package as4
+package as4client
 
 import (
 	"github.com/txinbox/txinbox/as4/wssec"
 )
 
-// ClientSecurity is the WS-Security of a Client's messages to one partner.
-type ClientSecurity struct {
+// Security is the WS-Security of a Client's messages to one partner.
+type Security struct {
 	// Signer signs every message: the eb:Messaging header, the Body and
 	// each payload. Defaults to nil: unsigned.
 	Signer *wssec.Signer
@@ -21,9 +21,9 @@ type ClientSecurity struct {
 	ReceiptVerifier *wssec.Verifier
 }
 
-func (s *ClientSecurity) validate() error {
+func (s *Security) validate() error {
 	if s.ReceiptVerifier != nil && s.Signer == nil {
-		return &ConfigError{Field: "Security.ReceiptVerifier", Msg: "requires Security.Signer: a non-repudiation receipt answers a signed message"}
+		return configError("Security.ReceiptVerifier", "requires Security.Signer: a non-repudiation receipt answers a signed message")
 	}
 	return nil
 }

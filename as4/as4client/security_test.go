@@ -1,61 +1,18 @@
-package as4_test
+package as4client_test
 
 import (
 	"context"
-	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4client"
+	"github.com/txinbox/txinbox/as4/internal/as4test"
 	"github.com/txinbox/txinbox/as4/wssec"
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 )
-
-// partnerSecurity is the client side of securedEndpoint: it signs as the
-// test partner, encrypts for the receiver and verifies receipts through
-// roots.
-func partnerSecurity(t *testing.T, verifyWithOtherCA bool) as4.ClientSecurity {
-	p := wssectest.Get(t)
-	s, err := wssec.NewSigner(p.LeafKey, p.Leaf)
-	must(t, err)
-	x, err := wssec.NewEncrypter(p.Receiver)
-	must(t, err)
-	roots := p.Roots()
-	if verifyWithOtherCA {
-		other, _ := wssec.NewVerifier(wssec.VerifyConfig{Roots: rootsOf(p.OtherCA)})
-		return as4.ClientSecurity{Signer: s, Encrypter: x, ReceiptVerifier: other}
-	}
-	v, err := wssec.NewVerifier(wssec.VerifyConfig{Roots: roots})
-	must(t, err)
-	return as4.ClientSecurity{Signer: s, Encrypter: x, ReceiptVerifier: v}
-}
-
-// TestSecuredSendRoundTrip: a signed and encrypted message from the Client
-// is decrypted, verified and stored by the endpoint, whose signed receipt
-// the Client verifies against what it signed.
-func TestSecuredSendRoundTrip(t *testing.T) {
-	e := newSQLite(t, options{security: securedEndpoint(t, true)})
-	c := newClient(t, as4.ClientConfig{URL: e.url, Security: partnerSecurity(t, false)})
-	m := outgoing()
-	res, err := c.Send(context.Background(), m)
-	must(t, err)
-	if !strings.Contains(string(res.Receipt), "NonRepudiationInformation") {
-		t.Fatalf("receipt:\n%s", res.Receipt)
-	}
-	if n := e.count(t, "SELECT count(*) FROM txinbox_as4_payloads WHERE data = ?", m.Payloads[0].Data); n != 1 {
-		t.Fatalf("%d plaintext payloads stored", n)
-	}
-	// The receipt is signed by a certificate this client does not trust.
-	c2 := newClient(t, as4.ClientConfig{URL: e.url, Security: partnerSecurity(t, true)})
-	_, err = c2.Send(context.Background(), m)
-	se := sendError(t, err)
-	if se.Permanent || !strings.Contains(se.Error(), "not trusted") {
-		t.Fatalf("untrusted receipt: %v", err)
-	}
-}
 
 // TestSecuredSendRefusesForeignNRR: a validly signed receipt whose
 // non-repudiation information does not repeat the sent digests proves
@@ -76,20 +33,12 @@ func TestSecuredSendRefusesForeignNRR(t *testing.T) {
 		w.Write(signed)
 	}))
 	defer srv.Close()
-	c := newClient(t, as4.ClientConfig{URL: srv.URL, Security: partnerSecurity(t, false)})
+	c := as4test.NewClient(t, as4client.Config{URL: srv.URL, Security: as4test.PartnerSecurity(t, false)})
 	_, err = c.Send(context.Background(), outgoing())
-	se := sendError(t, err)
+	se := as4test.SendError(t, err)
 	if se.Permanent || !strings.Contains(se.Error(), "no reference URI=") {
 		t.Fatalf("foreign NRR: %v", err)
 	}
-}
-
-func rootsOf(certs ...*x509.Certificate) *x509.CertPool {
-	pool := x509.NewCertPool()
-	for _, c := range certs {
-		pool.AddCert(c)
-	}
-	return pool
 }
 
 func readAll(t *testing.T, r *http.Request) string {

@@ -1,4 +1,4 @@
-package as4
+package as4client
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -41,7 +43,7 @@ const DefaultMaxResponseBytes = 1 << 20
 type Outgoing struct {
 	// MessageID is eb:MessageId: an RFC 2822 msg-id without the angle
 	// brackets, e.g. DeriveMessageID's result. Required; printable ASCII
-	// without white space, '<' and '>'; at most MaxMessageIDLength bytes.
+	// without white space, '<' and '>'; at most as4.MaxMessageIDLength bytes.
 	MessageID string
 	// RefToMessageID is eb:RefToMessageId, the message this one answers.
 	// Optional.
@@ -54,7 +56,7 @@ type Outgoing struct {
 	// default to RoleInitiator and RoleResponder.
 	From, To ebms.Party
 	// AgreementRef is eb:AgreementRef. Optional.
-	AgreementRef AgreementRef
+	AgreementRef as4.AgreementRef
 	// Service is eb:Service with its optional type. Required.
 	Service ebms.Service
 	// Action is eb:Action. Required.
@@ -64,7 +66,7 @@ type Outgoing struct {
 	// MPC is the eb:UserMessage/@mpc attribute. Optional.
 	MPC string
 	// Properties are eb:MessageProperties. Optional.
-	Properties []Property
+	Properties []as4.Property
 	// Payloads are sent as MIME attachments, each referenced by an
 	// eb:PartInfo with href="cid:...". May be empty.
 	Payloads []Payload
@@ -84,7 +86,7 @@ type Payload struct {
 	Data []byte
 	// Properties are eb:PartProperties. A MimeType property (the media
 	// type of ContentType) is written first unless one is given.
-	Properties []Property
+	Properties []as4.Property
 }
 
 // SendResult is the partner's receipt for a sent message.
@@ -105,8 +107,8 @@ type SendResult struct {
 	Warnings []ReportedError
 }
 
-// ClientConfig configures a Client.
-type ClientConfig struct {
+// Config configures a Client.
+type Config struct {
 	// URL is the partner's AS4 endpoint, http or https. Required.
 	URL string
 	// HTTPClient sends the requests. Defaults to a client of its own with
@@ -120,10 +122,10 @@ type ClientConfig struct {
 	MaxResponseBytes int64
 	// Security signs and encrypts the messages and verifies the
 	// partner's signed receipt. Defaults to none.
-	Security ClientSecurity
+	Security Security
 }
 
-func (c ClientConfig) withDefaults() ClientConfig {
+func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -136,35 +138,41 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	return c
 }
 
-func (c ClientConfig) validate() error {
+func (c Config) validate() error {
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
-		return &ConfigError{Field: "URL", Msg: "required"}
+		return configError("URL", "required")
 	case err != nil:
-		return &ConfigError{Field: "URL", Msg: err.Error()}
+		return configError("URL", err.Error())
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return &ConfigError{Field: "URL", Msg: fmt.Sprintf("%q is not an http or https URL", c.URL)}
+		return configError("URL", fmt.Sprintf("%q is not an http or https URL", c.URL))
 	case c.Timeout < 0:
-		return &ConfigError{Field: "Timeout", Msg: "must not be negative"}
+		return configError("Timeout", "must not be negative")
 	case c.MaxResponseBytes < 0:
-		return &ConfigError{Field: "MaxResponseBytes", Msg: "must not be negative"}
+		return configError("MaxResponseBytes", "must not be negative")
 	}
 	return c.Security.validate()
 }
 
+// configError is the package's configuration error: a
+// *txinbox.ConfigError (errors.As finds it) under the prefix "as4: ".
+func configError(field, msg string) error {
+	return fmt.Errorf("as4: %w", &txinbox.ConfigError{Field: field, Msg: msg})
+}
+
 // Client sends AS4 user messages to one partner endpoint and waits for the
 // synchronous receipt (AS4 reception awareness). With
-// ClientConfig.Security it signs and encrypts the messages (WS-Security,
+// Config.Security it signs and encrypts the messages (WS-Security,
 // as the eDelivery AS4 profile asks) and verifies the partner's signed
 // non-repudiation receipt. A Client is safe for concurrent use.
 type Client struct {
-	cfg ClientConfig
+	cfg Config
 }
 
-// NewClient returns a Client for cfg; the error is a *ConfigError naming
-// the field.
-func NewClient(cfg ClientConfig) (*Client, error) {
+// New returns a Client for cfg; the error wraps a *txinbox.ConfigError
+// naming the field.
+func New(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -274,14 +282,14 @@ func (e *OutgoingError) Error() string { return "as4: invalid Outgoing." + e.Fie
 
 // ReportedError is one eb:Error of a partner's answer.
 type ReportedError struct {
-	Code                ErrorCode // @errorCode, e.g. "EBMS:0004"
-	Severity            string    // @severity: "failure" or "warning"
-	Category            string    // @category
-	Origin              string    // @origin
-	ShortDescription    string    // @shortDescription
-	RefToMessageInError string    // @refToMessageInError
-	Description         string    // eb:Description
-	Detail              string    // eb:ErrorDetail
+	Code                as4.ErrorCode // @errorCode, e.g. "EBMS:0004"
+	Severity            string        // @severity: "failure" or "warning"
+	Category            string        // @category
+	Origin              string        // @origin
+	ShortDescription    string        // @shortDescription
+	RefToMessageInError string        // @refToMessageInError
+	Description         string        // eb:Description
+	Detail              string        // eb:ErrorDetail
 }
 
 // IsWarning reports whether the error's severity is warning; any other

@@ -1,4 +1,4 @@
-package as4
+package as4client
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -58,9 +60,9 @@ type (
 
 func (e *errorXMLIn) reported() ReportedError {
 	return ReportedError{
-		Code: ErrorCode(trim(e.Code)), Severity: trim(e.Severity), Category: trim(e.Category), Origin: trim(e.Origin),
-		ShortDescription: trim(e.ShortDescription), RefToMessageInError: trim(e.RefToMessageInError),
-		Description: trim(e.Description), Detail: trim(e.Detail),
+		Code: as4.ErrorCode(wire.Trim(e.Code)), Severity: wire.Trim(e.Severity), Category: wire.Trim(e.Category), Origin: wire.Trim(e.Origin),
+		ShortDescription: wire.Trim(e.ShortDescription), RefToMessageInError: wire.Trim(e.RefToMessageInError),
+		Description: wire.Trim(e.Description), Detail: wire.Trim(e.Detail),
 	}
 }
 
@@ -77,7 +79,7 @@ func interpret(id string, status int, h http.Header, body []byte) (*SendResult, 
 	var otherRef string
 	for i := range ans.signals {
 		s := &ans.signals[i]
-		ref := trim(s.MessageInfo.RefToMessageID)
+		ref := wire.Trim(s.MessageInfo.RefToMessageID)
 		for _, x := range s.Errors {
 			r := x.reported()
 			if r.RefToMessageInError == "" {
@@ -117,7 +119,7 @@ func decide(se *SendError, ans *answer, receipt *signalXMLOut, otherRef string) 
 	switch {
 	case receipt != nil && ok:
 		return &SendResult{
-			MessageID: se.MessageID, ReceiptMessageID: trim(receipt.MessageInfo.MessageID), Receipt: ans.envelope,
+			MessageID: se.MessageID, ReceiptMessageID: wire.Trim(receipt.MessageInfo.MessageID), Receipt: ans.envelope,
 			ContentType: ans.contentType, StatusCode: se.StatusCode, Warnings: warnings,
 		}, nil
 	case receipt != nil:
@@ -169,13 +171,13 @@ func parseAnswer(body []byte, contentType string) (*answer, error) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	switch {
 	case contentType == "" && bytes.HasPrefix(bytes.TrimSpace(body), []byte("<")):
-		ct = soap12.contentType
+		ct = wire.ContentTypeSOAP12
 	case err != nil:
 		return nil, fmt.Errorf("the Content-Type %q: %w", contentType, err)
 	case strings.HasPrefix(mt, "multipart/"):
-		root, _, f := splitMIME(body, contentType)
-		if f != nil {
-			return nil, errors.New(f.Detail)
+		root, _, err := wire.SplitMIME(body, contentType)
+		if err != nil {
+			return nil, err
 		}
 		doc, ct = root, ""
 	case !isXMLMediaType(mt):
@@ -204,9 +206,9 @@ func isXMLMediaType(mt string) bool {
 // multipart answer, from its SOAP version.
 func soapContentType(ans *answer) string {
 	if ans.soap == ebms.NamespaceSOAP11 {
-		return soap11.contentType
+		return wire.ContentTypeSOAP11
 	}
-	return soap12.contentType
+	return wire.ContentTypeSOAP12
 }
 
 // decodeAnswer reads the signal message units of eb:Messaging and the SOAP
@@ -220,7 +222,7 @@ func decodeAnswer(doc []byte) (*answer, error) {
 		}
 		return nil, fmt.Errorf("character encoding %q is not supported", label)
 	}
-	root, err := nextChild(d)
+	root, err := wire.NextChild(d)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +231,7 @@ func decodeAnswer(doc []byte) (*answer, error) {
 	}
 	ans := &answer{soap: root.Name.Space}
 	for {
-		el, err := nextChild(d)
+		el, err := wire.NextChild(d)
 		if err != nil {
 			return nil, err
 		}
@@ -280,9 +282,9 @@ func (a *answer) readBody(d *xml.Decoder) error {
 		if err := d.DecodeElement(&f, el); err != nil {
 			return err
 		}
-		code, reason := trim(f.Code12), trim(f.Reason12)
+		code, reason := wire.Trim(f.Code12), wire.Trim(f.Reason12)
 		if code == "" {
-			code, reason = trim(f.Code11), trim(f.Reason11)
+			code, reason = wire.Trim(f.Code11), wire.Trim(f.Reason11)
 		}
 		a.fault = code + ": " + reason
 		return nil
@@ -293,7 +295,7 @@ func (a *answer) readBody(d *xml.Decoder) error {
 // must consume the element.
 func eachChild(d *xml.Decoder, fn func(el *xml.StartElement) error) error {
 	for {
-		el, err := nextChild(d)
+		el, err := wire.NextChild(d)
 		if err != nil || el == nil {
 			return err
 		}
