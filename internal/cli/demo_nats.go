@@ -25,7 +25,6 @@ import (
 
 func init() {
 	demoSources["nats"] = runDemoNATS
-	register("demo-consumer-nats", "", runDemoConsumerNATS)
 }
 
 const (
