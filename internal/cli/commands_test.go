@@ -15,6 +15,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // runEnv runs a command in-process with these environment variables.
@@ -32,6 +33,21 @@ func runEnv(t *testing.T, vars map[string]string, args ...string) (string, strin
 func adminInbox(t *testing.T) (string, string) {
 	t.Helper()
 	db, d := migratedSQLite(t)
+	driftAndDeadLetter(t, d)
+	out, _, _ := run(t, "dlq", "list", "--db", db, "--json")
+	var dl struct{ ID int64 }
+	if err := json.Unmarshal([]byte(out), &dl); err != nil {
+		t.Fatalf("dlq list: %q: %v", out, err)
+	}
+	return db, fmt.Sprint(dl.ID)
+}
+
+// driftAndDeadLetter processes, in scope s, message a twice with two
+// payloads (a drift record) and message poison, which fails for good (a
+// dead letter); then it closes d.
+func driftAndDeadLetter(t *testing.T, d *sqlitestore.Driver) {
+	t.Helper()
+	defer d.Close()
 	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
 		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
 			if m.ID == "poison" {
@@ -47,13 +63,6 @@ func adminInbox(t *testing.T) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	d.Close()
-	out, _, _ := run(t, "dlq", "list", "--db", db, "--json")
-	var dl struct{ ID int64 }
-	if err := json.Unmarshal([]byte(out), &dl); err != nil {
-		t.Fatalf("dlq list: %q: %v", out, err)
-	}
-	return db, fmt.Sprint(dl.ID)
 }
 
 // TestFlagsAfterArguments: flags after the positional arguments work, a

@@ -52,7 +52,7 @@ func printParentHelp(w io.Writer, path string, info commandInfo) {
 		fmt.Fprintf(w, "  %-12s %s\n", strings.TrimSpace(si.Name+" "+si.Args), si.Summary)
 	}
 	if info.Default != "" {
-		fmt.Fprintf(w, "\nWithout a subcommand, %s %s runs.\n", path, info.Default)
+		fmt.Fprintf(w, "\nWith flags only and no subcommand, it runs %s %s.\n", path, info.Default)
 	}
 	printExamples(w, info.Examples)
 	fmt.Fprintf(w, "\nRun '%s SUBCOMMAND -h' for its flags and exit codes.\n", path)
