@@ -35,6 +35,8 @@ prints a table (or --json). See docs/benchmarks.md.`,
 
 func (c *benchCommand) define(fs *flagSet, env *Env) {
 	c.defineFlags(fs.FlagSet, env)
+	fs.groupPrefix("Databases", "db", "sqlite")
+	fs.groupPrefix("Extra measures", "prefill", "batch-sizes", "purge-rows", "chart", "cpuprofile")
 	c.log.define(fs)
 }
 

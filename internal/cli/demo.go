@@ -38,6 +38,9 @@ AS4 to a partner with its own inbox).`,
 
 func (c *demoCommand) define(fs *flagSet, env *Env) {
 	c.o.define(fs.FlagSet, env)
+	fs.groupPrefix("Database (default: a temporary SQLite file)", "db", "schema", "table-prefix", "keep")
+	fs.groupPrefix("Broker", "source", "amqp-url")
+	fs.groupPrefix("Scenario invoicer", "scenario", "invoices", "partner-schema", "timeout")
 	c.log.define(fs)
 }
 
