@@ -140,6 +140,15 @@ func TestFlagGroups(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("flags:\n%s\nwant:\n%s", b.String(), want)
 	}
+	for _, l := range leaves() { // no group is left empty by an earlier one
+		fs := newFlagSet("x")
+		l.cmd.define(fs, &Env{Getenv: func(string) string { return "" }})
+		for _, g := range fs.groups {
+			if len(g.names) == 0 {
+				t.Errorf("%v: flag group %q is empty", l.path, g.title)
+			}
+		}
+	}
 	out, _, _ := mainOut(t, "serve", "-h")
 	for _, g := range []string{"Database:", "AS4 endpoint:", "Kafka source:", "Outbox relay:", "Retention and purge:", "Operations:"} {
 		if !strings.Contains(out, "\n"+g+"\n") {

@@ -155,8 +155,10 @@ outbox tables are migrated first.`,
 
 func (c *relayRunCommand) define(fs *flagSet, env *Env) {
 	c.db.define(fs)
-	fs.group("Target", func() { c.relay.register(fs.FlagSet, env, "") })
-	fs.groupPrefix("AS4 target", "as4-")
+	c.relay.register(fs.FlagSet, env, "")
+	fs.groupPrefix("Target", "target", "kafka-", "amqp-", "http-")
+	fs.groupPrefix("AS4 target (--target as4)", "as4-")
+	fs.groupPrefix("Sending", "ordered", "batch", "concurrency", "max-attempts", "send-timeout")
 	fs.BoolVar(&c.once, "once", false, "send what is due now, then exit")
 	c.log.define(fs)
 	fs.require("target")
