@@ -199,9 +199,10 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestCompletionBash runs the bash completion script through bash: it
+// TestCompletion runs the bash completion script through bash (and the zsh
+// one through zsh, if it is installed): it
 // completes commands, subcommands and flags.
-func TestCompletionBash(t *testing.T) {
+func TestCompletion(t *testing.T) {
 	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -247,11 +248,21 @@ func TestCompletionBash(t *testing.T) {
 	if _, errs, code := run(t, "completion", "fish"); code != cli.ExitUsage || !strings.Contains(errs, `SHELL "fish"`) {
 		t.Errorf("completion fish: %d %q", code, errs)
 	}
-	if zsh, err := exec.LookPath("zsh"); err == nil {
-		script, _, _ := run(t, "completion", "zsh")
-		if out, err := exec.Command(zsh, "-n", "-c", script).CombinedOutput(); err != nil {
-			t.Errorf("zsh -n: %v\n%s", err, out)
-		}
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Log("no zsh: its script is not tried")
+		return
+	}
+	script, _, _ = run(t, "completion", "zsh")
+	zpath := filepath.Join(t.TempDir(), "_txinbox")
+	if err := os.WriteFile(zpath, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf(`autoload -U compinit && compinit -u -d %q && source %q && echo ${_comps[txinbox]} && `+
+		`__txinbox_complete dlq '' sh && __txinbox_complete dlq show --d`, filepath.Join(t.TempDir(), "zcompdump"), zpath)
+	out, err := exec.Command(zsh, "-f", "-c", line).CombinedOutput()
+	if want := "_txinbox\nlist show replay drop\n--db --schema --table-prefix --help\n"; err != nil || string(out) != want {
+		t.Errorf("zsh: %v, printed %q, want %q", err, out, want)
 	}
 }
 
