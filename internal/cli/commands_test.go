@@ -267,7 +267,8 @@ func TestCompletion(t *testing.T) {
 }
 
 // TestRelayLogs: relay's startup line goes through the logger that
-// --log-format and --log-level make.
+// --log-format and --log-level make; every long-running command checks
+// them.
 func TestRelayLogs(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.db")
@@ -284,10 +285,13 @@ func TestRelayLogs(t *testing.T) {
 	if strings.Contains(errb.String(), "<nil>") {
 		t.Errorf("a log line with a nil value: %q", errb.String())
 	}
-	for _, bad := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
-		args := append([]string{"relay", "--db", db, "--target", "http", "--http-url", "http://x/"}, bad...)
-		if _, errs, code := run(t, args...); code != cli.ExitUsage || !strings.Contains(errs, bad[0]+` "`+bad[1]+`"`) {
-			t.Errorf("%v: %d %q", bad, code, errs)
+	for _, cmd := range [][]string{{"relay", "--db", db, "--target", "http", "--http-url", "http://x/"}, {"serve", "--db", db, "--as4-listen", "127.0.0.1:0"},
+		{"demo"}, {"bench"}} {
+		for _, bad := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
+			args := append(append([]string{}, cmd...), bad...)
+			if _, errs, code := run(t, args...); code != cli.ExitUsage || !strings.Contains(errs, bad[0]+` "`+bad[1]+`"`) {
+				t.Errorf("%v: %d %q", args, code, errs)
+			}
 		}
 	}
 }
