@@ -305,8 +305,11 @@ func (h *Handler[TTx]) fail(w http.ResponseWriter, v soapVersion, f *failure) {
 	if f.Status >= 500 {
 		level = slog.LevelWarn
 	}
-	h.log.Log(context.Background(), level, "as4: ebMS error answered", "code", string(f.Code), "status", f.Status,
-		"ref_to_message_id", f.RefToMessageID, "detail", f.Detail, "err", f.err)
+	attrs := []any{"code", string(f.Code), "status", f.Status, "ref_to_message_id", f.RefToMessageID, "detail", f.Detail}
+	if f.err != nil { // most failures have no underlying error: no err=<nil>
+		attrs = append(attrs, "err", f.err)
+	}
+	h.log.Log(context.Background(), level, "as4: ebMS error answered", attrs...)
 	body := errorEnvelope(v, h.cfg.NewMessageID(), h.cfg.Inbox.Now(), f)
 	if f.retryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(f.retryAfter))

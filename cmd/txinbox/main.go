@@ -25,9 +25,10 @@ func main() {
 		cancel()
 		s := <-sigs
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
-		if sig, ok := s.(syscall.Signal); ok {
-			syscall.Kill(os.Getpid(), sig) //nolint:errcheck // exits by the default action
-			time.Sleep(time.Second)        // the signal is delivered asynchronously
+		// os.Process.Signal, unlike syscall.Kill, builds everywhere; where
+		// it cannot send the signal (Windows), the exit status says it.
+		if self, err := os.FindProcess(os.Getpid()); err == nil && self.Signal(s) == nil {
+			time.Sleep(time.Second) // delivered asynchronously; it ends the process by the default action
 		}
 		os.Exit(130)
 	}()

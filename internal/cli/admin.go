@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,103 +15,124 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-func init() {
-	register("status", "count the inbox, attempts, dead-letter and drift rows", runStatus)
-	register("drift", "drift list: ids seen again with another payload", runDrift)
-	register("dlq", "dead letters: dlq list|show ID|replay ID|drop ID", runDLQ)
-	register("inspect", "show everything stored about one message id", runInspect)
-	register("forget", "re-admit one message id (audited) so its next delivery is processed again", runForget)
+// adminExitCodes are the exit codes of the commands that read an inbox.
+var adminExitCodes = []exitCode{
+	{ExitOK, "done"},
+	{ExitFailure, "the database failed during the command"},
+	{ExitUsage, "bad flags or arguments, the database cannot be opened, or it has no txinbox tables (run txinbox migrate)"},
 }
 
-type adminFlags struct {
-	db    dbFlags
+// listFlags are the flags of the commands that list rows.
+type listFlags struct {
 	scope string
 	limit int
 	json  bool
 }
 
-// parseAdmin parses the shared admin flags and opens the database.
-func parseAdmin(ctx context.Context, env *Env, name string, args []string, extra func(*flag.FlagSet)) (*adminFlags, *inboxDB, *flag.FlagSet, int) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var f adminFlags
-	f.db.register(fs, env)
-	fs.StringVar(&f.scope, "scope", "", "only this scope (default: all)")
-	intFlag(fs, &f.limit, "limit", 100, 1, "at most this many rows, newest first")
-	fs.BoolVar(&f.json, "json", false, "print JSON lines")
-	if extra != nil {
-		extra(fs)
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, nil, ExitUsage
-	}
-	if f.limit < 1 {
-		fmt.Fprintf(env.Stderr, "txinbox %s: --limit must be at least 1, got %d\n", name, f.limit)
-		return nil, nil, nil, ExitUsage
-	}
-	db, err := openMigrated(ctx, f.db, 2)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
-		return nil, nil, nil, ExitUsage
-	}
-	return &f, db, fs, ExitOK
+func (l *listFlags) define(fs *flagSet) {
+	fs.StringVar(&l.scope, "scope", "", "only this scope (default: all)")
+	intFlag(fs.FlagSet, &l.limit, "limit", 100, 1, "at most this many rows, newest first")
+	fs.BoolVar(&l.json, "json", false, "print one JSON object per line")
 }
 
-func runStatus(ctx context.Context, env *Env, args []string) int {
-	var retention, scopeRetention string
-	f, db, _, code := parseAdmin(ctx, env, "status", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&retention, "retention", "30d", "rows received longer ago than this count as expired (waiting for the purge)")
-		fs.StringVar(&scopeRetention, "scope-retention", "",
-			"retentions of scopes that differ from --retention, as SCOPE=DURATION,... (e.g. as4=90d,kafka=45d, as serve's --as4-retention ...)")
-	})
-	if code != ExitOK {
+// statusCommand is txinbox status.
+type statusCommand struct {
+	db             dbFlags
+	scope          string
+	json           bool
+	retention      time.Duration
+	scopeRetention string
+}
+
+func (c *statusCommand) info() commandInfo {
+	return commandInfo{Name: "status", Summary: "count the inbox, failing messages, dead letters, drift and the outbox, in all and per scope",
+		Description: `Prints the totals and, per scope, the inbox rows, those received longer ago than
+the retention (waiting for the purge: the purge lag), the oldest row, the
+messages failing (retried, not processed yet), the live dead letters and the
+drift records; then the outbox backlog. The totals are the sums of the scope
+rows shown. It scans the tables: run it on a replica for very large inboxes.`,
+		Examples: []example{
+			{"txinbox status --db postgres://localhost/billing", ""},
+			{"txinbox status --db inbox.db --scope-retention as4=90d --json", "AS4 rows kept 90 days, the others --retention; as JSON"},
+		},
+		ExitCodes: adminExitCodes}
+}
+
+func (c *statusCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object")
+	durationFlag(fs.FlagSet, &c.retention, "retention", 30*day, false, "rows received longer ago than this count as expired (waiting for the purge)")
+	fs.StringVar(&c.scopeRetention, "scope-retention", "",
+		"retentions of scopes that differ from --retention, as SCOPE=DURATION,... (e.g. as4=90d,kafka=45d, as serve's --as4-retention ...)")
+}
+
+func (c *statusCommand) run(ctx context.Context, in *invocation) int {
+	perScope, err := parseScopeRetentions(c.scopeRetention)
+	if err != nil {
+		return usageError(in.env, in.path, "--scope-retention: "+err.Error())
+	}
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
 		return code
 	}
 	defer db.close()
-	keep, err := parseRetention(retention)
+	scopes, err := scopeStats(ctx, db.admin, c.retention, perScope)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox status: --retention:", err)
-		return ExitUsage
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
-	perScope, err := parseScopeRetentions(scopeRetention)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox status: --scope-retention:", err)
-		return ExitUsage
-	}
-	s, err := db.admin.Stats(ctx)
-	var scopes []store.ScopeStats
-	if err == nil {
-		scopes, err = scopeStats(ctx, db.admin, keep, perScope)
-	}
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox status: %s: %v (did you run txinbox migrate?)\n", db.where, err)
-		return ExitFailure
+	if c.scope != "" {
+		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != c.scope })
 	}
 	ob, obErr := db.outboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
-	if f.scope != "" {
-		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != f.scope })
-	}
 	retentionOf := func(scope string) string {
 		if d, ok := perScope[scope]; ok {
-			return formatDays(d)
+			return formatDuration(d)
 		}
-		return retention
+		return formatDuration(c.retention)
 	}
-	if f.json {
-		return printStatusJSON(env, db, s, scopes, retention, retentionOf, outboxJSON(ob, obErr))
+	if c.json {
+		printStatusJSON(in.env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr))
+		return ExitOK
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(in.env.Stdout, 0, 4, 2, ' ', 0)
+	printStatusTotals(w, db, sumScopes(scopes))
+	printOutboxStatus(w, ob, obErr)
+	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
+	w.Flush()
+	return ExitOK
+}
+
+// sumScopes adds up the scope rows, so that the totals agree with them.
+func sumScopes(scopes []store.ScopeStats) store.ScopeStats {
+	var t store.ScopeStats
+	for _, x := range scopes {
+		t.Inbox += x.Inbox
+		t.Expired += x.Expired
+		t.Attempts += x.Attempts
+		t.DeadLetters += x.DeadLetters
+		t.Drift += x.Drift
+		if !x.OldestInbox.IsZero() && (t.OldestInbox.IsZero() || x.OldestInbox.Before(t.OldestInbox)) {
+			t.OldestInbox = x.OldestInbox
+		}
+	}
+	return t
+}
+
+func printStatusTotals(w io.Writer, db *inboxDB, s store.ScopeStats) {
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
-	fmt.Fprintf(w, "inbox rows\t%d\n", s.Inbox)
+	fmt.Fprintf(w, "inbox rows\t%d (%d expired)\n", s.Inbox, s.Expired)
 	if !s.OldestInbox.IsZero() {
 		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), time.Since(s.OldestInbox).Round(time.Second))
 	}
-	fmt.Fprintf(w, "messages with failed attempts\t%d\n", s.Attempts)
-	fmt.Fprintf(w, "dead letters\t%d\n", s.DeadLetters)
+	fmt.Fprintf(w, "failing messages (retried, not processed yet)\t%d\n", s.Attempts)
+	fmt.Fprintf(w, "dead letters (not dropped)\t%d\n", s.DeadLetters)
 	fmt.Fprintf(w, "drift records\t%d\n", s.Drift)
-	printOutboxStatus(w, ob, obErr)
-	if len(perScope) == 0 {
-		fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retention)
+}
+
+func printScopeRows(w io.Writer, scopes []store.ScopeStats, perScope bool, retentionOf func(string) string) {
+	if !perScope {
+		fmt.Fprintf(w, "\nSCOPE\tINBOX\tEXPIRED (> %s)\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n", retentionOf(""))
 	} else {
 		fmt.Fprintf(w, "\nSCOPE\tINBOX\tRETENTION\tEXPIRED\tOLDEST\tFAILING\tDEAD LETTERS\tDRIFT\n")
 	}
@@ -120,13 +142,11 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 			oldest = x.OldestInbox.UTC().Format(time.RFC3339)
 		}
 		ret := ""
-		if len(perScope) > 0 {
+		if perScope {
 			ret = retentionOf(x.Scope) + "\t"
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s%d\t%s\t%d\t%d\t%d\n", x.Scope, x.Inbox, ret, x.Expired, oldest, x.Attempts, x.DeadLetters, x.Drift)
 	}
-	w.Flush()
-	return ExitOK
 }
 
 // parseScopeRetentions parses SCOPE=DURATION,... ("" is none).
@@ -178,16 +198,15 @@ func scopeStats(ctx context.Context, admin store.Admin, def time.Duration, perSc
 	return out, nil
 }
 
-func printStatusJSON(env *Env, db *inboxDB, s store.Stats, scopes []store.ScopeStats, retention string, retentionOf func(string) string, ob any) int {
+func printStatusJSON(w io.Writer, db *inboxDB, s store.ScopeStats, scopes []store.ScopeStats, retentionOf func(string) string, ob any) {
 	per := make([]map[string]any, len(scopes))
 	for i, x := range scopes {
 		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "retention": retentionOf(x.Scope), "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
 			"failing": x.Attempts, "dead_letters": x.DeadLetters, "drift": x.Drift}
 	}
-	json.NewEncoder(env.Stdout).Encode(map[string]any{ //nolint:errcheck // stdout
-		"db": db.kind, "inbox": s.Inbox, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retention, "scopes": per, "outbox": ob})
-	return ExitOK
+	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // stdout
+		"db": db.kind, "inbox": s.Inbox, "expired": s.Expired, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
+		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob})
 }
 
 func timeOrNil(t time.Time) any {
@@ -197,35 +216,111 @@ func timeOrNil(t time.Time) any {
 	return t.UTC()
 }
 
-func runDrift(ctx context.Context, env *Env, args []string) int {
-	if len(args) > 0 && args[0] == "list" {
-		args = args[1:]
-	}
-	f, db, _, code := parseAdmin(ctx, env, "drift", args, nil)
-	if code != ExitOK {
+// driftParent is txinbox drift: list and show.
+func driftParent() *parentCommand {
+	return &parentCommand{commandInfo{Name: "drift", Summary: "ids seen again with another payload: drift list|show ID",
+		Description: `A drift record is written when a message id arrives again with a payload
+other than the one processed: the side effect does not run again, and both
+SHA-256s are kept with the source and the time.`,
+		Subcommands: []command{&driftListCommand{}, &driftShowCommand{}}, Default: "list",
+		Examples: []example{{"txinbox drift list --db inbox.db --scope as4", ""}, {"txinbox drift show 12 --db inbox.db", ""}}}}
+}
+
+// driftListCommand is txinbox drift list.
+type driftListCommand struct {
+	db   dbFlags
+	list listFlags
+}
+
+func (c *driftListCommand) info() commandInfo {
+	return commandInfo{Name: "list", Summary: "list drift records, newest first",
+		Description: "Lists the drift records, newest first: id, time, scope, message id, source and\nthe first 16 hex digits of the stored and received SHA-256.",
+		Examples:    []example{{"txinbox drift list --db inbox.db --limit 20 --json", ""}}, ExitCodes: adminExitCodes}
+}
+
+func (c *driftListCommand) define(fs *flagSet, _ *Env) { c.db.define(fs); c.list.define(fs) }
+
+func (c *driftListCommand) run(ctx context.Context, in *invocation) int {
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
 		return code
 	}
 	defer db.close()
-	rows, err := db.admin.ListDrift(ctx, store.ListFilter{Scope: f.scope, Limit: f.limit})
+	rows, err := db.admin.ListDrift(ctx, store.ListFilter{Scope: c.list.scope, Limit: c.list.limit})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox drift: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
-	enc := json.NewEncoder(env.Stdout)
-	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	if !f.json {
-		fmt.Fprintln(w, "ID\tDETECTED\tSCOPE\tMESSAGE ID\tSOURCE\tSTORED SHA-256\tRECEIVED SHA-256")
+	if c.list.json {
+		enc := json.NewEncoder(in.env.Stdout)
+		for _, r := range rows {
+			enc.Encode(driftJSON(r)) //nolint:errcheck // stdout
+		}
+		return ExitOK
 	}
+	w := tabwriter.NewWriter(in.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tDETECTED\tSCOPE\tMESSAGE ID\tSOURCE\tSTORED SHA-256\tRECEIVED SHA-256")
 	for _, r := range rows {
 		stored, recv := hex.EncodeToString(r.StoredHash), hex.EncodeToString(r.ReceivedHash)
-		if f.json {
-			enc.Encode(map[string]any{"id": r.ID, "detected_at": r.DetectedAt.UTC(), "scope": r.Scope, "message_id": r.MessageID, //nolint:errcheck // stdout
-				"source": r.Source, "source_position": r.SourcePosition, "stored_hash": stored, "received_hash": recv})
-			continue
-		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.DetectedAt.UTC().Format(time.RFC3339), r.Scope, r.MessageID,
-			r.Source, stored[:16], recv[:16])
+			r.Source, stored[:min(16, len(stored))], recv[:min(16, len(recv))])
 	}
 	w.Flush()
 	return ExitOK
+}
+
+func driftJSON(r store.DriftRecord) map[string]any {
+	return map[string]any{"id": r.ID, "detected_at": r.DetectedAt.UTC(), "scope": r.Scope, "message_id": r.MessageID,
+		"source": r.Source, "source_position": r.SourcePosition, "stored_hash": hex.EncodeToString(r.StoredHash),
+		"received_hash": hex.EncodeToString(r.ReceivedHash)}
+}
+
+// driftShowCommand is txinbox drift show ID.
+type driftShowCommand struct{ db dbFlags }
+
+func (c *driftShowCommand) info() commandInfo {
+	return commandInfo{Name: "show", Args: "ID", Summary: "show one drift record and the state of its message",
+		Description: "Prints one drift record (an ID from drift list) as JSON, with the state of its\nmessage id: whether the inbox still holds it, and its stored SHA-256.",
+		Examples:    []example{{"txinbox drift show 12 --db inbox.db", ""}},
+		ExitCodes: []exitCode{{ExitOK, "shown"}, {ExitFailure, "the database failed during the command"},
+			{ExitUsage, "bad flags or arguments, no drift record with this ID, or no inbox at --db"}}}
+}
+
+func (c *driftShowCommand) define(fs *flagSet, _ *Env) { c.db.define(fs) }
+
+func (c *driftShowCommand) run(ctx context.Context, in *invocation) int {
+	id, err := strconv.ParseInt(in.args[0], 10, 64)
+	if err != nil {
+		return usageError(in.env, in.path, fmt.Sprintf("%q is not a drift record ID (from drift list)", in.args[0]))
+	}
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
+		return code
+	}
+	defer db.close()
+	var key store.Key
+	found := false
+	err = db.query(ctx, "SELECT scope, message_id FROM "+db.tables().Drift+" WHERE id = $1", []any{id},
+		[]any{&key.Scope, &key.MessageID}, func() error { found = true; return nil })
+	var ins store.Inspection
+	if err == nil && found {
+		ins, err = db.admin.Inspect(ctx, key)
+	}
+	switch {
+	case err != nil:
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
+	case !found:
+		return in.fail(ExitUsage, "no drift record with ID %d", id)
+	}
+	out := map[string]any{"inbox": nil}
+	for _, d := range ins.Drift {
+		if d.ID == id {
+			out = driftJSON(d)
+		}
+	}
+	out["inbox"] = nil
+	if ins.Inbox != nil {
+		out["inbox"] = map[string]any{"payload_sha256": hex.EncodeToString(ins.Inbox.PayloadHash),
+			"received_at": ins.Inbox.ReceivedAt.UTC(), "processed_at": ins.Inbox.ProcessedAt.UTC()}
+	}
+	return printJSON(in.env, out)
 }

@@ -14,8 +14,40 @@ import (
 	"time"
 )
 
-func init() {
-	register("bench", "measure txinbox against PostgreSQL's own insert ceiling and the seed's algorithm", runBench)
+// benchCommand is txinbox bench.
+type benchCommand struct {
+	o                               benchOptions
+	dups, only                      string
+	cpuprofile, prefill, batchSizes *string
+	log                             logFlags
+}
+
+func (c *benchCommand) info() commandInfo {
+	return commandInfo{Name: "bench", Summary: "measure txinbox against PostgreSQL's own insert ceiling and the seed's algorithm",
+		Description: `Measures, on the PostgreSQL database at --db (in a schema of its own, dropped
+after), PostgreSQL's own insert ceiling, the seed's algorithm and txinbox,
+taking turns in --rounds slices so that load changes weigh on all alike, and
+prints a table (or --json). See docs/benchmarks.md.`,
+		Examples: []example{{"txinbox bench --db postgres://localhost/bench", ""},
+			{"txinbox bench --db postgres://localhost/bench --only txinbox,ceiling --batch-sizes 1,10,100 --chart bench.svg", ""}},
+		ExitCodes: []exitCode{{ExitOK, "measured"}, {ExitFailure, "a scenario or the database failed"}, {ExitUsage, "bad flags"}}}
+}
+
+func (c *benchCommand) define(fs *flagSet, env *Env) {
+	c.defineFlags(fs.FlagSet, env)
+	fs.groupPrefix("Databases", "db", "sqlite")
+	fs.groupPrefix("Extra measures", "prefill", "batch-sizes", "purge-rows", "chart", "cpuprofile")
+	c.log.define(fs)
+}
+
+func (c *benchCommand) run(ctx context.Context, in *invocation) int {
+	logger, err := c.log.newLogger(in.env.Stderr)
+	if err != nil {
+		return usageError(in.env, in.path, err.Error())
+	}
+	logger.Info("txinbox bench: starting", "duration", formatDuration(c.o.duration), "rounds", c.o.rounds,
+		"batch", c.o.batch, "conns", c.o.conns, "only", c.only)
+	return c.runBench(ctx, in.env)
 }
 
 type benchOptions struct {
@@ -69,28 +101,28 @@ type benchReport struct {
 	Purge               []purgePoint   `json:"purge,omitempty"`
 }
 
-func runBench(ctx context.Context, env *Env, args []string) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var o benchOptions
-	var dups, only string
-	fs.StringVar(&o.db, "db", env.Getenv("TXINBOX_DB"), "PostgreSQL URL to measure on (a schema of its own is created and dropped)")
+// defineFlags defines bench's flags, bound to c.
+func (c *benchCommand) defineFlags(fs *flag.FlagSet, _ *Env) {
+	o, dups, only := &c.o, &c.dups, &c.only
+	fs.StringVar(&o.db, "db", "", "PostgreSQL URL to measure on (a schema of its own is created and dropped)")
 	fs.StringVar(&o.sqlite, "sqlite", "", "also measure txinbox on this SQLite file (created, then removed)")
 	durationFlag(fs, &o.duration, "duration", 5*time.Second, false, "how long each scenario runs in all")
 	intFlag(fs, &o.rounds, "rounds", 5, 1, "the scenarios take turns in this many slices of --duration each, so load changes weigh on all alike")
 	intFlag(fs, &o.batch, "batch", 100, 1, "messages per transaction")
 	intFlag(fs, &o.conns, "conns", 4, 1, "connections for the ceiling and txinbox scenarios")
-	fs.StringVar(&dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
-	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka, purge); default all but purge")
+	fs.StringVar(dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
+	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka, purge); default all but purge")
 	int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
-	prefill := fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
-	batchSizes := fs.String("batch-sizes", "", "also measure txinbox and the ceiling at these batch sizes, e.g. 1,10,100,500")
+	c.cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
+	c.prefill = fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
+	c.batchSizes = fs.String("batch-sizes", "", "also measure txinbox and the ceiling at these batch sizes, e.g. 1,10,100,500")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of throughput against batch size and inbox size to `FILE`")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
+}
+
+// runBench runs the scenarios that the flags choose.
+func (c *benchCommand) runBench(ctx context.Context, env *Env) int {
+	o, dups, only, cpuprofile, prefill, batchSizes := c.o, c.dups, c.only, c.cpuprofile, c.prefill, c.batchSizes
 	var err error
 	if o.prefill, err = parseCounts("--prefill", *prefill); err == nil {
 		o.batchSizes, err = parseCounts("--batch-sizes", *batchSizes)

@@ -50,23 +50,7 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
-		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
-			if m.ID == "poison" {
-				return txinbox.Permanent(context.DeadlineExceeded)
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, m := range []*txinbox.Message{{ID: "a", Payload: []byte("1")}, {ID: "a", Payload: []byte("2")}, {ID: "poison"}} {
-		if _, err := p.Process(ctx, []*txinbox.Message{m}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d.Close()
+	driftAndDeadLetter(t, d)
 
 	out, _, code := run(t, "status", "--db", db, "--json")
 	var st map[string]any

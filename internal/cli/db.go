@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -25,10 +26,31 @@ type dbFlags struct {
 	prefix string
 }
 
-func (f *dbFlags) register(fs *flag.FlagSet, env *Env) {
-	fs.StringVar(&f.url, "db", env.Getenv("TXINBOX_DB"), "database: postgres://... URL or a SQLite file path (env TXINBOX_DB)")
+// register defines --db, --schema and --table-prefix. (The environment's
+// TXINBOX_DB and the others are read by Main, as for every flag; env is
+// unused.)
+func (f *dbFlags) register(fs *flag.FlagSet, _ *Env) {
+	fs.StringVar(&f.url, "db", "", "database: a postgres:// URL or a SQLite file path")
 	fs.StringVar(&f.schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
 	fs.StringVar(&f.prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
+}
+
+// define defines the database flags in the group "Database", --db
+// required.
+func (f *dbFlags) define(fs *flagSet) {
+	fs.group("Database", func() { f.register(fs.FlagSet, nil) })
+	fs.require("db")
+}
+
+// openMigrated opens the inbox that the flags name for a command that reads
+// or maintains it (openMigrated); on an error it prints it and returns
+// nil and the exit status.
+func (f *dbFlags) openMigrated(ctx context.Context, in *invocation) (*inboxDB, int) {
+	db, err := openMigrated(ctx, *f, 2)
+	if err != nil {
+		return nil, in.fail(ExitUsage, "%v", err)
+	}
+	return db, ExitOK
 }
 
 // inboxDB is an open inbox database of either kind.
@@ -188,7 +210,7 @@ func openMigrated(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, err
 	if err != nil {
 		return nil, err
 	}
-	migrations := db.migrationsTable()
+	migrations := db.tables().Migrations
 	var n int64
 	if err := db.query(ctx, "SELECT count(*) FROM "+migrations, nil, []any{&n}, func() error { return nil }); err != nil || n == 0 {
 		db.close()
@@ -200,18 +222,13 @@ func openMigrated(ctx context.Context, f dbFlags, maxConns int32) (*inboxDB, err
 	return db, nil
 }
 
-// migrationsTable is the quoted name of the migrations table.
-func (db *inboxDB) migrationsTable() string {
+// tables are the quoted names of the inbox tables.
+func (db *inboxDB) tables() schema.Tables {
 	if db.pg != nil {
-		return db.pg.Tables().Migrations
+		return db.pg.Tables()
 	}
-	return db.lite.Tables().Migrations
+	return db.lite.Tables()
 }
 
 // outboxTable is the quoted name of the outbox table.
-func (db *inboxDB) outboxTable() string {
-	if db.pg != nil {
-		return db.pg.Tables().Outbox
-	}
-	return db.lite.Tables().Outbox
-}
+func (db *inboxDB) outboxTable() string { return db.tables().Outbox }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,8 +13,45 @@ import (
 	"time"
 )
 
-func init() {
-	register("demo", "run the seed's invoicing scenario with SIGKILLed consumers and count the effects", runDemo)
+// demoCommand is txinbox demo.
+type demoCommand struct {
+	o   demoOptions
+	log logFlags
+}
+
+func (c *demoCommand) info() commandInfo {
+	return commandInfo{Name: "demo", Summary: "run the seed's invoicing scenario with SIGKILLed consumers and count the effects",
+		Description: `Runs the seed's scenario: a broker publishes InvoiceIssued events (and
+re-sends a share of them), a consumer child process applies each one as a
+partner_invoices row plus an outbox row in the inbox's transaction, and the
+consumer is SIGKILLed at random moments, also after the side effect before
+the commit and after the commit before the ack. Then it counts: any invoice
+applied twice or never fails the run. Without --db it runs on a temporary
+SQLite file. --scenario invoicer runs the seed end to end (Kafka, the outbox,
+AS4 to a partner with its own inbox).`,
+		Examples: []example{{"txinbox demo", "embedded SQLite, 1,000 invoices, 6 SIGKILLs"},
+			{"txinbox demo --source kafka --messages 600 --duplicates 0.3 --crashes 9 --json", ""},
+			{"txinbox demo --sabotage ack-first", "break the consumer on purpose: the count fails"}},
+		ExitCodes: []exitCode{{ExitOK, "every invoice applied exactly once"},
+			{ExitFailure, "an invoice applied twice or never, or the run failed"}, {ExitUsage, "bad flags"}}}
+}
+
+func (c *demoCommand) define(fs *flagSet, env *Env) {
+	c.o.define(fs.FlagSet, env)
+	fs.groupPrefix("Database (default: a temporary SQLite file)", "db", "schema", "table-prefix", "keep")
+	fs.groupPrefix("Broker", "source", "amqp-url")
+	fs.groupPrefix("Scenario invoicer", "scenario", "invoices", "partner-schema", "timeout")
+	c.log.define(fs)
+}
+
+func (c *demoCommand) run(ctx context.Context, in *invocation) int {
+	logger, err := c.log.newLogger(in.env.Stderr)
+	if err != nil {
+		return usageError(in.env, in.path, err.Error())
+	}
+	logger.Info("txinbox demo: starting", "source", c.o.source, "messages", c.o.messages, "duplicates", c.o.duplicates,
+		"crashes", c.o.crashes, "scenario", c.o.invoicer.scenario)
+	return runDemo(ctx, in.env, in.fs.FlagSet, c.o)
 }
 
 type demoOptions struct {
@@ -54,23 +90,8 @@ type demoSummary struct {
 	OK                bool           `json:"ok"`
 }
 
-func runDemo(ctx context.Context, env *Env, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, `Usage: txinbox demo [flags]
-
-Runs the seed's scenario: a broker publishes InvoiceIssued events (and
-re-sends a share of them), a consumer child process applies each one as a
-partner_invoices row plus an outbox row in the inbox's transaction, and the
-consumer is SIGKILLed at random moments, also after the side effect before
-the commit and after the commit before the ack. It exits 1 if any invoice was
-applied twice or never.
-
-Flags:`)
-		fs.PrintDefaults()
-	}
-	var o demoOptions
+// define defines the demo's flags, bound to o.
+func (o *demoOptions) define(fs *flag.FlagSet, env *Env) {
 	o.dbf.register(fs, env)
 	fs.StringVar(&o.source, "source", "memory", "the broker: "+demoSourceNames())
 	intFlag(fs, &o.messages, "messages", 1000, 1, "unique InvoiceIssued events to publish")
@@ -79,14 +100,15 @@ Flags:`)
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: from the clock)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
-	fs.StringVar(&o.amqpURL, "amqp-url", cmp.Or(env.Getenv("TXINBOX_AMQP_URL"), defaultAMQPURL), "RabbitMQ broker of --source rabbitmq (env TXINBOX_AMQP_URL)")
+	fs.StringVar(&o.amqpURL, "amqp-url", defaultAMQPURL, "RabbitMQ broker of --source rabbitmq")
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
 		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit); "+
 		"with --scenario invoicer: fresh-message-id, lost-receipts (the control) or partner-without-inbox")
 	o.invoicer.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
+}
+
+// runDemo runs the demo that o describes.
+func runDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions) int {
 	if o.invoicer.scenario != "" {
 		return runInvoicerDemo(ctx, env, fs, o)
 	}

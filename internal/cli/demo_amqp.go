@@ -21,7 +21,6 @@ import (
 
 func init() {
 	demoSources["rabbitmq"] = runDemoRabbitMQ
-	register("demo-consumer-amqp", "", runDemoConsumerAMQP)
 }
 
 // defaultAMQPURL is the broker of the RabbitMQ demo when neither

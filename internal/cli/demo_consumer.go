@@ -59,10 +59,6 @@ type demoInvoice struct {
 	Run         string `json:"run"`
 }
 
-func init() {
-	register("demo-consumer", "", runDemoConsumer)
-}
-
 func runDemoConsumer(ctx context.Context, env *Env, args []string) int {
 	fs := flag.NewFlagSet("demo-consumer", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)

@@ -48,12 +48,6 @@ import (
 // Each runs until its stdin closes (the parent asks it to leave) or it is
 // killed.
 
-func init() {
-	register("demo-invoicer-consumer", "", runInvoicerConsumer)
-	register("demo-invoicer-relay", "", runInvoicerRelay)
-	register("demo-invoicer-partner", "", runInvoicerPartner)
-}
-
 // The demo's trading partners: name (the event's partner, the outbox
 // row's Topic) and GLN (the UNB recipient).
 var invoicerPartners = map[string]edifact.Party{

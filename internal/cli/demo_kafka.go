@@ -27,7 +27,6 @@ import (
 
 func init() {
 	demoSources["kafka"] = runDemoKafka
-	register("demo-consumer-kafka", "", runDemoConsumerKafka)
 }
 
 const (

@@ -26,7 +26,6 @@ import (
 
 func init() {
 	demoSources["nats"] = runDemoNATS
-	register("demo-consumer-nats", "", runDemoConsumerNATS)
 }
 
 const (

@@ -24,7 +24,6 @@ import (
 
 func init() {
 	demoSources["sqs"] = runDemoSQS
-	register("demo-consumer-sqs", "", runDemoConsumerSQS)
 }
 
 func runDemoSQS(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os/user"
 	"strconv"
@@ -14,67 +13,148 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-func runDLQ(ctx context.Context, env *Env, args []string) int {
-	sub := "list"
-	if len(args) > 0 && (args[0] == "list" || args[0] == "show" || args[0] == "replay" || args[0] == "drop") {
-		sub, args = args[0], args[1:]
-	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		fmt.Fprintf(env.Stderr, "txinbox dlq: unknown subcommand %q: use list, show ID, replay ID or drop ID\n", args[0])
-		return ExitUsage
-	}
-	var reason, actor string
-	var all bool
-	f, db, fs, code := parseAdmin(ctx, env, "dlq "+sub, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&reason, "reason", "", "why (replay, drop): kept in the audit table")
-		fs.StringVar(&actor, "actor", defaultActor(), "who (replay, drop): kept in the audit table")
-		fs.BoolVar(&all, "all", false, "list: include dropped dead letters")
-	})
-	if code != ExitOK {
+// dlqParent is txinbox dlq: list, show, replay and drop.
+func dlqParent() *parentCommand {
+	return &parentCommand{commandInfo{Name: "dlq", Summary: "dead letters: dlq list|show ID|replay ID|drop ID",
+		Description: `A message that keeps failing, or fails with a permanent error, is dead-lettered:
+its payload, headers and last error are kept, and its redeliveries are
+refused. List them, show one, replay one (re-admit its message id, audited),
+or drop one (mark it handled, audited).`,
+		Subcommands: []command{&dlqListCommand{}, &dlqShowCommand{}, &dlqActCommand{name: "replay"}, &dlqActCommand{name: "drop"}},
+		Default:     "list",
+		Examples: []example{{"txinbox dlq list --db inbox.db", ""}, {"txinbox dlq show 7 --db inbox.db", ""},
+			{"txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'", ""}}}}
+}
+
+// dlqListCommand is txinbox dlq list.
+type dlqListCommand struct {
+	db   dbFlags
+	list listFlags
+	all  bool
+}
+
+func (c *dlqListCommand) info() commandInfo {
+	return commandInfo{Name: "list", Summary: "list dead letters, newest first",
+		Description: "Lists the dead letters, newest first: id, time, scope, message id, attempts,\nreason and last error. Dropped ones only with --all.",
+		Examples:    []example{{"txinbox dlq list --db inbox.db --scope kafka --json", ""}}, ExitCodes: adminExitCodes}
+}
+
+func (c *dlqListCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	c.list.define(fs)
+	fs.BoolVar(&c.all, "all", false, "include dropped dead letters")
+}
+
+func (c *dlqListCommand) run(ctx context.Context, in *invocation) int {
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
 		return code
 	}
 	defer db.close()
-	if sub == "list" {
-		return dlqList(ctx, env, db, store.ListFilter{Scope: f.scope, Limit: f.limit, Dropped: all}, f.json)
+	return dlqList(ctx, in, db, store.ListFilter{Scope: c.list.scope, Limit: c.list.limit, Dropped: c.all}, c.list.json)
+}
+
+// dlqExitCodes are the exit codes of the dlq subcommands that take an ID.
+var dlqExitCodes = []exitCode{{ExitOK, "done"},
+	{ExitFailure, "the database failed, or (replay) the dead letter is stale: its message was processed after all"},
+	{ExitUsage, "bad flags or arguments, no dead letter with this ID, or no inbox at --db"}}
+
+// dlqShowCommand is txinbox dlq show ID.
+type dlqShowCommand struct{ db dbFlags }
+
+func (c *dlqShowCommand) info() commandInfo {
+	return commandInfo{Name: "show", Args: "ID", Summary: "show one dead letter with its payload, headers and last error",
+		Description: "Prints one dead letter (an ID from dlq list) as JSON, payload included.",
+		Examples:    []example{{"txinbox dlq show 7 --db inbox.db", ""}}, ExitCodes: dlqExitCodes}
+}
+
+func (c *dlqShowCommand) define(fs *flagSet, _ *Env) { c.db.define(fs) }
+
+func (c *dlqShowCommand) run(ctx context.Context, in *invocation) int {
+	db, rec, code := openDeadLetter(ctx, in, c.db)
+	if db == nil {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: give one dead letter ID (from dlq list)\n", sub)
-		return ExitUsage
-	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	defer db.close()
+	return printJSON(in.env, deadLetterJSON(rec))
+}
+
+// openDeadLetter opens the inbox and reads the dead letter in.args[0];
+// on an error it prints it and returns a nil db and the exit status.
+func openDeadLetter(ctx context.Context, in *invocation, f dbFlags) (*inboxDB, store.DeadLetterRecord, int) {
+	var rec store.DeadLetterRecord
+	id, err := strconv.ParseInt(in.args[0], 10, 64)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: %q is not a dead letter ID\n", sub, fs.Arg(0))
-		return ExitUsage
+		return nil, rec, usageError(in.env, in.path, fmt.Sprintf("%q is not a dead letter ID (from dlq list)", in.args[0]))
+	}
+	db, code := f.openMigrated(ctx, in)
+	if db == nil {
+		return nil, rec, code
 	}
 	rec, ok, err := db.admin.GetDeadLetter(ctx, id)
-	switch {
-	case err != nil:
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: %s: %v\n", sub, db.where, err)
-		return ExitFailure
-	case !ok:
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: no dead letter with ID %d\n", sub, id)
-		return ExitUsage
-	case sub == "show":
-		return printJSON(env, deadLetterJSON(rec))
-	case reason == "":
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: --reason is required (it is kept in the audit table)\n", sub)
-		return ExitUsage
-	}
-	a := store.AuditEntry{Actor: actor, Reason: reason}
-	if sub == "drop" {
-		if ok, err = db.admin.DropDeadLetter(ctx, id, a); err == nil && ok {
-			fmt.Fprintf(env.Stdout, "dead letter %d dropped: hidden from dlq list; redeliveries of %q stay refused\n", id, rec.MessageID)
-		} else if err == nil {
-			fmt.Fprintf(env.Stdout, "dead letter %d was already dropped\n", id)
+	if err != nil || !ok {
+		db.close()
+		if err != nil {
+			return nil, rec, in.fail(ExitFailure, "%s: %v", db.where, err)
 		}
-	} else if code, done := dlqReplayStale(ctx, env, db, rec); done {
+		return nil, rec, in.fail(ExitUsage, "no dead letter with ID %d", id)
+	}
+	return db, rec, ExitOK
+}
+
+// dlqActCommand is txinbox dlq replay ID and dlq drop ID.
+type dlqActCommand struct {
+	name   string // replay or drop
+	db     dbFlags
+	reason string
+	actor  string
+}
+
+func (c *dlqActCommand) info() commandInfo {
+	if c.name == "drop" {
+		return commandInfo{Name: "drop", Args: "ID", Summary: "mark a dead letter handled (audited); redeliveries stay refused",
+			Description: "Hides a dead letter from dlq list; redeliveries of its message stay refused.\nWho and why are kept in the audit table.",
+			Examples:    []example{{"txinbox dlq drop 7 --db inbox.db --reason 'duplicate of INV-12, settled by phone'", ""}}, ExitCodes: dlqExitCodes}
+	}
+	return commandInfo{Name: "replay", Args: "ID", Summary: "re-admit a dead letter's message id (audited) so its next delivery is processed",
+		Description: `Deletes the dead letter, the attempt count and any inbox row of its message id,
+so that its next delivery runs the side effect; who and why are kept in the
+audit table. Re-publish the payload (dlq show) if the broker will not deliver
+it again. A stale dead letter (its message was processed after all) is
+refused: replaying it would run the effect twice.`,
+		Examples: []example{{"txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'", ""}}, ExitCodes: dlqExitCodes}
+}
+
+func (c *dlqActCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	fs.StringVar(&c.reason, "reason", "", "why: kept in the audit table")
+	fs.StringVar(&c.actor, "actor", defaultActor(), "who: kept in the audit table")
+	fs.require("reason")
+}
+
+func (c *dlqActCommand) run(ctx context.Context, in *invocation) int {
+	db, rec, code := openDeadLetter(ctx, in, c.db)
+	if db == nil {
+		return code
+	}
+	defer db.close()
+	a := store.AuditEntry{Actor: c.actor, Reason: c.reason}
+	var err error
+	if c.name == "drop" {
+		var ok bool
+		if ok, err = db.admin.DropDeadLetter(ctx, rec.ID, a); err == nil && ok {
+			fmt.Fprintf(in.env.Stdout, "dead letter %d dropped: hidden from dlq list; redeliveries of %q stay refused\n", rec.ID, rec.MessageID)
+		} else if err == nil {
+			fmt.Fprintf(in.env.Stdout, "dead letter %d was already dropped\n", rec.ID)
+		}
+	} else if code, done := dlqReplayStale(ctx, in, db, rec); done {
 		return code
 	} else if _, err = db.admin.Forget(ctx, rec.Key, a); err == nil {
-		fmt.Fprintf(env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
-			"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", id, rec.MessageID, rec.Scope, id)
+		fmt.Fprintf(in.env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
+			"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", rec.ID, rec.MessageID, rec.Scope, rec.ID)
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox dlq %s: %s: %v\n", sub, db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
 	return ExitOK
 }
@@ -84,26 +164,24 @@ func runDLQ(ctx context.Context, env *Env, args []string) int {
 // this one failed, or before the dead letter was recorded). Replaying would
 // delete that inbox row and run the effect a second time on the next
 // delivery. It reports whether it answered, and with which exit code.
-func dlqReplayStale(ctx context.Context, env *Env, db *inboxDB, rec store.DeadLetterRecord) (int, bool) {
-	in, err := db.admin.Inspect(ctx, rec.Key)
+func dlqReplayStale(ctx context.Context, in *invocation, db *inboxDB, rec store.DeadLetterRecord) (int, bool) {
+	ins, err := db.admin.Inspect(ctx, rec.Key)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox dlq replay: %s: %v\n", db.where, err)
-		return ExitFailure, true
+		return in.fail(ExitFailure, "%s: %v", db.where, err), true
 	}
-	if in.Inbox == nil {
+	if ins.Inbox == nil {
 		return 0, false
 	}
-	fmt.Fprintf(env.Stderr, "txinbox dlq replay: dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
-		"so a replay would run its effect a second time; clear the dead letter with dlq drop, or use forget to reprocess it deliberately\n",
-		rec.ID, rec.MessageID, rec.Scope, in.Inbox.ProcessedAt.UTC().Format(time.RFC3339))
-	return ExitFailure, true
+	return in.fail(ExitFailure, "dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
+		"so a replay would run its effect a second time; clear the dead letter with dlq drop, or use forget to reprocess it deliberately",
+		rec.ID, rec.MessageID, rec.Scope, ins.Inbox.ProcessedAt.UTC().Format(time.RFC3339)), true
 }
 
-func dlqList(ctx context.Context, env *Env, db *inboxDB, lf store.ListFilter, asJSON bool) int {
+func dlqList(ctx context.Context, in *invocation, db *inboxDB, lf store.ListFilter, asJSON bool) int {
+	env := in.env
 	rows, err := db.admin.ListDeadLetters(ctx, lf)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox dlq list: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
 	if asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -144,21 +222,48 @@ func defaultActor() string {
 	return "unknown"
 }
 
-func runInspect(ctx context.Context, env *Env, args []string) int {
-	f, db, fs, code := parseAdmin(ctx, env, "inspect", args, nil)
-	if code != ExitOK {
+// inspectCommand is txinbox inspect.
+type inspectCommand struct {
+	db    dbFlags
+	scope string
+}
+
+func (c *inspectCommand) info() commandInfo {
+	return commandInfo{Name: "inspect", Args: "MESSAGE-ID", Summary: "show everything stored about one message id",
+		Description: `Prints, as JSON, the inbox row (payload SHA-256, source, times), the attempt
+count and last error, the dead letter and the drift records of one message
+id, and its state: processed, failing, dead-lettered, or unknown (never
+processed, or purged).`,
+		Examples: []example{{"txinbox inspect --db inbox.db --scope as4 'uuid-123@partner.example'", ""}},
+		ExitCodes: []exitCode{{ExitOK, "something is stored for the id"}, {ExitFailure, "nothing is stored for the id, or the database failed"},
+			{ExitUsage, "bad flags or arguments, or no inbox at --db"}}}
+}
+
+func (c *inspectCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	fs.StringVar(&c.scope, "scope", "", "the message's scope (e.g. as4, or a source's)")
+	fs.require("scope")
+}
+
+func (c *inspectCommand) run(ctx context.Context, in *invocation) int {
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
 		return code
 	}
 	defer db.close()
-	if fs.NArg() != 1 || f.scope == "" {
-		fmt.Fprintln(env.Stderr, "txinbox inspect: usage: txinbox inspect --db URL --scope SCOPE MESSAGE-ID")
-		return ExitUsage
-	}
-	in, err := db.admin.Inspect(ctx, store.Key{Scope: f.scope, MessageID: fs.Arg(0)})
+	ins, err := db.admin.Inspect(ctx, store.Key{Scope: c.scope, MessageID: in.args[0]})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox inspect: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
+	code = printJSON(in.env, inspection(ins))
+	if ins.Inbox == nil && ins.Attempts == nil && ins.DeadLetter == nil && len(ins.Drift) == 0 {
+		return ExitFailure // scripts can tell "nothing stored" apart
+	}
+	return code
+}
+
+// inspection is inspect's JSON of what is stored about one key.
+func inspection(in store.Inspection) map[string]any {
 	out := map[string]any{"scope": in.Scope, "message_id": in.MessageID, "inbox": nil, "attempts": nil, "dead_letter": nil}
 	state := "unknown: never processed, or purged"
 	if in.Inbox != nil {
@@ -187,37 +292,47 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 			"stored_sha256": hex.EncodeToString(d.StoredHash), "received_sha256": hex.EncodeToString(d.ReceivedHash)})
 	}
 	out["drift"], out["state"] = drift, state
-	code = printJSON(env, out)
-	if in.Inbox == nil && in.Attempts == nil && in.DeadLetter == nil && len(in.Drift) == 0 {
-		return ExitFailure // scripts can tell "nothing stored" apart
-	}
-	return code
+	return out
 }
 
-func runForget(ctx context.Context, env *Env, args []string) int {
-	var reason, actor string
-	f, db, fs, code := parseAdmin(ctx, env, "forget", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&reason, "reason", "", "why the message must be processed again (required; audited)")
-		fs.StringVar(&actor, "actor", defaultActor(), "who decided (audited)")
-	})
-	if code != ExitOK {
+// forgetCommand is txinbox forget.
+type forgetCommand struct {
+	db                   dbFlags
+	scope, reason, actor string
+}
+
+func (c *forgetCommand) info() commandInfo {
+	return commandInfo{Name: "forget", Args: "MESSAGE-ID", Summary: "re-admit one message id (audited) so its next delivery is processed again",
+		Description: `Deletes the id's inbox row, attempt count and dead letter, so that its next
+delivery runs the side effect again, and writes who did it and why to the
+audit table.`,
+		Examples: []example{{"txinbox forget --db inbox.db --scope kafka --reason 'resend INV-1 after the ERP restore' INV-1", ""}},
+		ExitCodes: []exitCode{{ExitOK, "forgotten"}, {ExitFailure, "nothing was stored for the id, or the database failed"},
+			{ExitUsage, "bad flags or arguments, or no inbox at --db"}}}
+}
+
+func (c *forgetCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	fs.StringVar(&c.scope, "scope", "", "the message's scope")
+	fs.StringVar(&c.reason, "reason", "", "why the message must be processed again (audited)")
+	fs.StringVar(&c.actor, "actor", defaultActor(), "who decided (audited)")
+	fs.require("scope", "reason")
+}
+
+func (c *forgetCommand) run(ctx context.Context, in *invocation) int {
+	db, code := c.db.openMigrated(ctx, in)
+	if db == nil {
 		return code
 	}
 	defer db.close()
-	if fs.NArg() != 1 || f.scope == "" || reason == "" {
-		fmt.Fprintln(env.Stderr, "txinbox forget: usage: txinbox forget --db URL --scope SCOPE --reason TEXT MESSAGE-ID")
-		return ExitUsage
-	}
-	key := store.Key{Scope: f.scope, MessageID: fs.Arg(0)}
-	ok, err := db.admin.Forget(ctx, key, store.AuditEntry{Actor: actor, Reason: reason})
+	key := store.Key{Scope: c.scope, MessageID: in.args[0]}
+	ok, err := db.admin.Forget(ctx, key, store.AuditEntry{Actor: c.actor, Reason: c.reason})
 	switch {
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "txinbox forget: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	case !ok:
-		fmt.Fprintf(env.Stderr, "txinbox forget: nothing stored for %q in scope %q\n", key.MessageID, key.Scope)
-		return ExitFailure
+		return in.fail(ExitFailure, "nothing stored for %q in scope %q", key.MessageID, key.Scope)
 	}
-	fmt.Fprintf(env.Stdout, "forgot %q in scope %q: its next delivery will be processed again (audited: %s)\n", key.MessageID, key.Scope, reason)
+	fmt.Fprintf(in.env.Stdout, "forgot %q in scope %q: its next delivery will be processed again (audited: %s)\n", key.MessageID, key.Scope, c.reason)
 	return ExitOK
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,6 +40,9 @@ func (v wholeValue[T]) Set(s string) error {
 	return nil
 }
 
+// typeName is the value's name in help.
+func (wholeValue[T]) typeName() string { return "int" }
+
 // intFlag defines an int flag that refuses values below min.
 func intFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
 	*p = def
@@ -52,7 +56,8 @@ func int64Flag(fs *flag.FlagSet, p *int64, name string, def, min int64, usage st
 }
 
 // durationValue is a duration flag that must be positive, or, with
-// zeroOK, not negative.
+// zeroOK, not negative. It reads the one duration syntax of every
+// command (parseDuration: 30d, 1d12h, 90s, 250ms).
 type durationValue struct {
 	p      *time.Duration
 	zeroOK bool
@@ -63,29 +68,96 @@ func (v durationValue) String() string {
 	if v.p == nil {
 		return "0s"
 	}
-	return v.p.String()
+	return formatDuration(*v.p)
 }
 
 func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
-		return fmt.Errorf("--%s must be a duration (e.g. 30s, 5m), not %q", v.name, s)
+		return fmt.Errorf("--%s must be a duration (e.g. 30d, 1d12h, 5m, 30s), not %q", v.name, s)
 	}
 	switch {
 	case d < 0:
-		return fmt.Errorf("--%s must not be negative, not %s", v.name, d)
+		return fmt.Errorf("--%s must not be negative, not %s", v.name, formatDuration(d))
 	case d == 0 && !v.zeroOK:
-		return fmt.Errorf("--%s must be positive, not %s", v.name, d)
+		return fmt.Errorf("--%s must be positive, not %s", v.name, formatDuration(d))
 	}
 	*v.p = d
 	return nil
 }
+
+// typeName is the value's name in help.
+func (durationValue) typeName() string { return "duration" }
 
 // durationFlag defines a duration flag that must be positive (zeroOK: or
 // zero, which then means what usage says).
 func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
 	*p = def
 	fs.Var(durationValue{p, zeroOK, name}, name, usage)
+}
+
+const day = 24 * time.Hour
+
+// parseDuration reads a duration the way every txinbox flag does: Go's
+// syntax (300ms, 1.5h, 2h45m) plus days, alone or combined (30d, 1.5d,
+// 1d12h). A sign, if any, comes first and applies to the whole.
+func parseDuration(s string) (time.Duration, error) {
+	rest, neg := strings.CutPrefix(s, "-")
+	if !neg {
+		rest = strings.TrimPrefix(rest, "+")
+	}
+	var days time.Duration
+	if i := strings.IndexByte(rest, 'd'); i >= 0 {
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || n < 0 || n > 100_000 || strings.ContainsAny(rest[:i], "eEnNiIxX_") {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days, rest = time.Duration(n*float64(day)), rest[i+1:]
+		if rest == "" {
+			rest = "0s"
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	d += days
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// parseRetention reads a retention: a positive duration (parseDuration).
+func parseRetention(s string) (time.Duration, error) {
+	d, err := parseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration (e.g. 30d, 720h)", s)
+	}
+	return d, nil
+}
+
+// formatDuration writes d in parseDuration's syntax, with whole days as
+// days: 30d, 1d12h, 90s (the reverse of parseDuration).
+func formatDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + formatDuration(-d)
+	}
+	days, rest := d/day, d%day
+	short := rest.String() // 12h0m0s, 30m0s, 1m30s, 250ms
+	if strings.HasSuffix(short, "m0s") {
+		short = strings.TrimSuffix(short, "0s")
+	}
+	if strings.HasSuffix(short, "h0m") {
+		short = strings.TrimSuffix(short, "0m")
+	}
+	switch {
+	case days == 0:
+		return short
+	case rest == 0:
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%s", days, short)
 }
 
 // fractionValue is a float flag between 0 and 1.
@@ -109,6 +181,9 @@ func (v fractionValue) Set(s string) error {
 	*v.p = f
 	return nil
 }
+
+// typeName is the value's name in help.
+func (fractionValue) typeName() string { return "fraction" }
 
 // fractionFlag defines a float flag between 0 and 1.
 func fractionFlag(fs *flag.FlagSet, p *float64, name string, def float64, usage string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +12,20 @@ import (
 	"github.com/txinbox/txinbox/edi/edifact"
 )
 
-func init() {
-	register("key", "print the inbox key of EDIFACT, X12 and AS4 files", runKey)
+// keyCommand is txinbox key.
+type keyCommand struct{ json bool }
+
+func (c *keyCommand) info() commandInfo {
+	return commandInfo{Name: "key", Args: "FILE...", Summary: "print the inbox key of EDIFACT, X12 and AS4 files",
+		Description: `Prints FILE<TAB>KIND<TAB>KEY for each EDIFACT or X12 interchange and each AS4
+user message; KEY is the inbox message id. FILE - reads stdin.`,
+		Examples: []example{{"txinbox key invoice.edi", ""}, {"cat as4-message.mime | txinbox key --json -", "named fields as JSON"}},
+		ExitCodes: []exitCode{{ExitOK, "every file yielded a key"}, {ExitFailure, "the output could not be written, or the command was stopped"},
+			{ExitUsage, "bad flags, no FILE, or a file that yields no key (reported on stderr)"}}}
+}
+
+func (c *keyCommand) define(fs *flagSet, _ *Env) {
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per key: file, kind, key, fields, offset")
 }
 
 // keyLine is one --json output line.
@@ -29,33 +40,13 @@ type keyLine struct {
 	Charset string `json:"charset,omitempty"`
 }
 
-// runKey prints FILE, KIND and KEY (the inbox message id) for every
+// run prints FILE, KIND and KEY (the inbox message id) for every
 // interchange or AS4 user message in the files; "-" is stdin. A file that
 // yields no key is reported on stderr and makes the status ExitUsage.
-func runKey(ctx context.Context, env *Env, args []string) int {
-	fs := flag.NewFlagSet("key", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	jsonOut := fs.Bool("json", false, "print one JSON object per key: file, kind, key, fields, offset")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: txinbox key [--json] FILE...\n\n"+
-			"Prints FILE<TAB>KIND<TAB>KEY for each EDIFACT or X12 interchange and each AS4\n"+
-			"user message; KEY is the inbox message id. FILE - reads stdin. Files that\n"+
-			"yield no key are reported on stderr and the exit status is 2.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(env.Stderr, "txinbox key: no FILE given")
-		fs.Usage()
-		return ExitUsage
-	}
+func (c *keyCommand) run(ctx context.Context, in *invocation) int {
+	env := in.env
 	status := ExitOK
-	for _, name := range fs.Args() {
+	for _, name := range in.args {
 		if err := ctx.Err(); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox key: %v\n", err)
 			return ExitFailure
@@ -66,7 +57,7 @@ func runKey(ctx context.Context, env *Env, args []string) int {
 			status = ExitUsage
 			continue
 		}
-		if err := printKeys(env.Stdout, name, keys, *jsonOut); err != nil {
+		if err := printKeys(env.Stdout, name, keys, c.json); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox key: writing output: %v\n", err)
 			return ExitFailure
 		}

@@ -91,13 +91,21 @@ func TestKeyCommandUsage(t *testing.T) {
 	}{
 		{nil, ExitUsage, "txinbox key: no FILE given"},
 		{[]string{"--bogus", "x"}, ExitUsage, "flag provided but not defined: -bogus"},
-		{[]string{"-h"}, ExitOK, "Usage: txinbox key [--json] FILE..."},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runKeyCLI(t, "", tt.args...)
 		if code != tt.code || out != "" || !strings.Contains(errOut, tt.want) {
 			t.Errorf("key %q: code %d stdout %q stderr %q; want code %d and stderr containing %q", tt.args, code, out, errOut, tt.code, tt.want)
 		}
+	}
+}
+
+// TestKeyCommandHelp: -h prints the help on stdout (issue 16) and exits 0.
+func TestKeyCommandHelp(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runKeyCLI(t, "", "-h")
+	if code != ExitOK || errOut != "" || !strings.Contains(out, "Usage: txinbox key [flags] FILE...") {
+		t.Errorf("key -h: code %d stdout %q stderr %q", code, out, errOut)
 	}
 }
 

@@ -2,50 +2,60 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
 
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
-func init() {
-	register("migrate", "create or upgrade the inbox tables (safe to run twice, and concurrently)", runMigrate)
+// migrateCommand is txinbox migrate.
+type migrateCommand struct {
+	dbf         dbFlags
+	partitioned bool
+	period      time.Duration
 }
 
-func runMigrate(ctx context.Context, env *Env, args []string) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var dbf dbFlags
-	dbf.register(fs, env)
-	partitioned := fs.Bool("partitioned", false, "PostgreSQL: create the inbox partitioned by period, purged by dropping partitions (chosen at the first migrate; see docs/operations.md)")
-	period := new(time.Duration)
-	durationFlag(fs, period, "partition-period", 7*24*time.Hour, false, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
-	db, err := openDB(ctx, dbf, 2)
+func (c *migrateCommand) info() commandInfo {
+	return commandInfo{Name: "migrate", Summary: "create or upgrade the inbox tables (safe to run twice, and concurrently)",
+		Description: `Applies the embedded, versioned migrations to the database at --db: a
+PostgreSQL URL, or a SQLite file (created if missing). It is safe to run
+twice and from several processes at once. --partitioned (PostgreSQL, chosen
+at the first migrate) creates an inbox partitioned by period, purged by
+dropping whole partitions (see docs/operations.md).`,
+		Examples: []example{{"txinbox migrate --db postgres://localhost/billing", ""},
+			{"txinbox migrate --db inbox.db", "a SQLite file"},
+			{"txinbox migrate --db postgres://localhost/billing --partitioned --partition-period 7d", ""}},
+		ExitCodes: []exitCode{{ExitOK, "migrated"}, {ExitFailure, "a migration failed"},
+			{ExitUsage, "bad flags, or the database cannot be opened or reached"}}}
+}
+
+func (c *migrateCommand) define(fs *flagSet, _ *Env) {
+	c.dbf.define(fs)
+	fs.group("Partitions (PostgreSQL)", func() {
+		fs.BoolVar(&c.partitioned, "partitioned", false, "create the inbox partitioned by period, purged by dropping partitions (chosen at the first migrate)")
+		durationFlag(fs.FlagSet, &c.period, "partition-period", 7*day, false, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
+	})
+}
+
+func (c *migrateCommand) run(ctx context.Context, in *invocation) int {
+	db, err := openDB(ctx, c.dbf, 2)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox migrate:", err)
-		return ExitUsage
+		return in.fail(ExitUsage, "%v", err)
 	}
 	defer db.close()
-	if *partitioned {
+	if c.partitioned {
 		if db.pg == nil {
-			fmt.Fprintln(env.Stderr, "txinbox migrate: --partitioned applies to PostgreSQL only")
-			return ExitUsage
+			return usageError(in.env, in.path, "--partitioned applies to PostgreSQL only")
 		}
-		d, err := pgstore.New(db.pg.Pool(), pgstore.Options{Schema: dbf.schema, TablePrefix: dbf.prefix, Partitioned: true, PartitionPeriod: *period})
+		d, err := pgstore.New(db.pg.Pool(), pgstore.Options{Schema: c.dbf.schema, TablePrefix: c.dbf.prefix, Partitioned: true, PartitionPeriod: c.period})
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "txinbox migrate: --partition-period:", err)
-			return ExitUsage
+			return usageError(in.env, in.path, "--partition-period: "+err.Error())
 		}
 		db.admin = d
 	}
 	if err := db.admin.Migrate(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox migrate: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
-	fmt.Fprintf(env.Stdout, "migrated %s (%s)\n", db.where, db.kind)
+	fmt.Fprintf(in.env.Stdout, "migrated %s (%s)\n", db.where, db.kind)
 	return ExitOK
 }

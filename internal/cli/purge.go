@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/txinbox/txinbox/as4/as4pg"
@@ -17,33 +14,46 @@ import (
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
-func init() {
-	register("purge", "delete inbox rows (and AS4 messages, sent outbox rows) older than the retention, in bounded batches", runPurge)
+// purgeCommand is txinbox purge.
+type purgeCommand struct {
+	dbf       dbFlags
+	olderThan time.Duration
+	scope     string
+	dry       bool
+	batch     int
+	json      bool
 }
 
-func runPurge(ctx context.Context, env *Env, args []string) int {
-	fs := flag.NewFlagSet("purge", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var dbf dbFlags
-	dbf.register(fs, env)
-	olderThan := fs.String("older-than", "30d", "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
-	scope := fs.String("scope", "", "only this scope (default: all)")
-	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
-	batch := new(int)
-	intFlag(fs, batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
-	retention, err := parseRetention(*olderThan)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox purge: --older-than:", err)
-		return ExitUsage
-	}
+func (c *purgeCommand) info() commandInfo {
+	return commandInfo{Name: "purge", Summary: "delete inbox rows (and AS4 messages, sent outbox rows) older than the retention, in bounded batches",
+		Description: `Deletes the inbox rows received longer ago than --older-than, with their
+attempt counts and drift records, in batches of their own short transaction
+(the batch adapts between 500 and 50,000 rows). Without --scope it also
+deletes the AS4 messages and the sent outbox rows of the same age, and on a
+partitioned inbox drops the partitions whose period ended before the cut-off.
+serve runs the same purge in the background.`,
+		Examples: []example{{"txinbox purge --db postgres://localhost/billing --older-than 30d", ""},
+			{"txinbox purge --db inbox.db --older-than 1d12h --dry-run --json", "count what would go"}},
+		ExitCodes: []exitCode{{ExitOK, "purged (or counted, with --dry-run)"}, {ExitFailure, "the database failed during the purge"},
+			{ExitUsage, "bad flags, or no inbox at --db"}}}
+}
+
+func (c *purgeCommand) define(fs *flagSet, _ *Env) {
+	c.dbf.define(fs)
+	durationFlag(fs.FlagSet, &c.olderThan, "older-than", 30*day, false, "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
+	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
+	fs.BoolVar(&c.dry, "dry-run", false, "count what would be deleted, delete nothing")
+	intFlag(fs.FlagSet, &c.batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
+	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
+}
+
+func (c *purgeCommand) run(ctx context.Context, in *invocation) int {
+	// The flags under the names the purge below was written with.
+	env, dbf, retention, scope, dry, batch, asJSON := in.env, c.dbf, c.olderThan, &c.scope, &c.dry, &c.batch, &c.json
+	olderThan := formatDuration(c.olderThan)
 	db, err := openMigrated(ctx, dbf, 2)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox purge:", err)
-		return ExitUsage
+		return in.fail(ExitUsage, "%v", err)
 	}
 	defer db.close()
 	now := time.Now()
@@ -76,7 +86,7 @@ func runPurge(ctx context.Context, env *Env, args []string) int {
 		verb = "would purge"
 	}
 	fmt.Fprintf(env.Stdout, "%s %d inbox rows, %d attempt rows, %d drift records older than %s (before %s) in %.1fs\n",
-		verb, res.Inbox, res.Attempts, res.Drift, *olderThan, before.UTC().Format(time.RFC3339), time.Since(start).Seconds())
+		verb, res.Inbox, res.Attempts, res.Drift, olderThan, before.UTC().Format(time.RFC3339), time.Since(start).Seconds())
 	if as4n > 0 || outboxn > 0 {
 		fmt.Fprintf(env.Stdout, "%s %d AS4 messages and %d sent outbox rows of the same age\n", verb, as4n, outboxn)
 	}
@@ -165,21 +175,4 @@ func expiredPeriods(ctx context.Context, d *pgstore.Driver, before time.Time) ([
 		}
 	}
 	return out, err
-}
-
-// parseRetention accepts Go durations and a number of days ("30d").
-func parseRetention(s string) (time.Duration, error) {
-	var d time.Duration
-	var err error
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n float64
-		n, err = strconv.ParseFloat(days, 64)
-		d = time.Duration(n * float64(24*time.Hour))
-	} else {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a positive duration (e.g. 30d, 720h)", s)
-	}
-	return d, nil
 }

@@ -21,17 +21,16 @@ import (
 	outboxkafka "github.com/txinbox/txinbox/outbox/target/kafka"
 )
 
-func init() {
-	register("relay", "send the outbox rows to Kafka, AMQP, HTTP or an AS4 partner until SIGTERM; relay list-failed|replay ID", runRelay)
-}
-
-// relayOptions configures the relay command; each field is one flag.
-type relayOptions struct {
-	db    dbFlags
-	relay relayFlags
-	once  bool
-	limit int
-	json  bool
+// relayParent is txinbox relay: run (the default), list-failed and replay.
+func relayParent() *parentCommand {
+	return &parentCommand{commandInfo{Name: "relay",
+		Summary: "send the outbox rows to Kafka, AMQP, HTTP or an AS4 partner until SIGTERM; relay list-failed|replay ID",
+		Description: `The outbox relay sends the rows that handlers wrote to the outbox table, each
+marked sent only after the target confirmed it. A row that keeps failing is
+marked failed: list them, and make one due again once its cause is fixed.`,
+		Subcommands: []command{&relayRunCommand{}, &relayListFailedCommand{}, &relayReplayCommand{}}, Default: "run",
+		Examples: []example{{"txinbox relay --db postgres://localhost/billing --target kafka --kafka-brokers localhost:9092 --kafka-topic invoices", ""},
+			{"txinbox relay list-failed --db postgres://localhost/billing", ""}}}}
 }
 
 // relayFlags are the settings of a relay, shared by txinbox relay and
@@ -53,21 +52,15 @@ type relayFlags struct {
 	sendTimeout time.Duration
 }
 
-// register adds the flags, each name prefixed with prefix.
-func (o *relayFlags) register(fs *flag.FlagSet, env *Env, prefix string) {
+// register adds the flags, each name prefixed with prefix. (Their
+// environment variables, TXINBOX_KAFKA_BROKERS or serve's
+// TXINBOX_RELAY_KAFKA_BROKERS, are read by Main; env is unused.)
+func (o *relayFlags) register(fs *flag.FlagSet, _ *Env, prefix string) {
 	o.prefix = prefix
 	fs.StringVar(&o.target, prefix+"target", "", "where outbox rows go: kafka, amqp, http or as4")
-	// The command's own flags default to the usual environment; serve's
-	// relay-* ones are set by their own TXINBOX_RELAY_* (applyConfig).
-	envDefault := func(name string) string {
-		if prefix != "" {
-			return ""
-		}
-		return env.Getenv(name)
-	}
-	fs.StringVar(&o.kafkaBroker, prefix+"kafka-brokers", envDefault("TXINBOX_KAFKA_BROKERS"), "Kafka seed brokers, host:port,... (env TXINBOX_KAFKA_BROKERS)")
+	fs.StringVar(&o.kafkaBroker, prefix+"kafka-brokers", "", "Kafka seed brokers, host:port,...")
 	fs.StringVar(&o.kafkaTopic, prefix+"kafka-topic", "", "Kafka topic of rows without a topic")
-	fs.StringVar(&o.amqpURL, prefix+"amqp-url", envDefault("TXINBOX_AMQP_URL"), "RabbitMQ URL, amqp://user:pass@host:5672/ (env TXINBOX_AMQP_URL)")
+	fs.StringVar(&o.amqpURL, prefix+"amqp-url", "", "RabbitMQ URL, amqp://user:pass@host:5672/")
 	fs.StringVar(&o.amqpExch, prefix+"amqp-exchange", "", "AMQP exchange (default: the default exchange, where the routing key names a queue)")
 	fs.StringVar(&o.amqpKey, prefix+"amqp-routing-key", "", "AMQP routing key of rows without a topic")
 	fs.StringVar(&o.httpURL, prefix+"http-url", "", "URL the rows are POSTed to (Idempotency-Key: the row's stable id)")
@@ -83,21 +76,6 @@ func (o *relayFlags) register(fs *flag.FlagSet, env *Env, prefix string) {
 func (o *relayFlags) config(target outbox.Target, logger *slog.Logger) outbox.Config {
 	return outbox.Config{Target: target, Ordered: o.ordered, BatchSize: o.batch, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, SendTimeout: o.sendTimeout, LeaseDuration: max(2*time.Minute, 4*o.sendTimeout), Logger: logger}
-}
-
-func parseRelayFlags(env *Env, name string, args []string) (*relayOptions, *flag.FlagSet, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var o relayOptions
-	o.db.register(fs, env)
-	o.relay.register(fs, env, "")
-	fs.BoolVar(&o.once, "once", false, "send what is due now, then exit")
-	intFlag(fs, &o.limit, "limit", 100, 1, "list-failed: at most this many rows, newest first")
-	fs.BoolVar(&o.json, "json", false, "list-failed: print JSON lines")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	return &o, fs, nil
 }
 
 // newTarget builds the target the flags name; the returned close releases
@@ -156,65 +134,72 @@ func (db *inboxDB) outboxStore() outbox.Store {
 	return outbox.SQLite(db.lite)
 }
 
-func runRelay(ctx context.Context, env *Env, args []string) int {
-	sub := "run"
-	if len(args) > 0 && (args[0] == "list-failed" || args[0] == "replay") {
-		sub, args = args[0], args[1:]
-	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		fmt.Fprintf(env.Stderr, "txinbox relay: unknown subcommand %q: use list-failed or replay ID (or flags to run)\n", args[0])
-		return ExitUsage
-	}
-	name := strings.TrimSuffix("relay "+sub, " run")
-	o, fs, err := parseRelayFlags(env, name, args)
+// relayRunCommand is txinbox relay (run).
+type relayRunCommand struct {
+	db    dbFlags
+	relay relayFlags
+	once  bool
+	log   logFlags
+}
+
+func (c *relayRunCommand) info() commandInfo {
+	return commandInfo{Name: "run", Summary: "send the outbox rows until SIGTERM (the default)",
+		Description: `Sends the outbox rows to --target until SIGINT or SIGTERM (or, with --once,
+what is due now), each marked sent only after the target confirmed it. The
+outbox tables are migrated first.`,
+		Examples: []example{{"txinbox relay --db inbox.db --target http --http-url https://erp.example/invoices", ""},
+			{"txinbox relay --db inbox.db --target http --http-url https://erp.example/invoices --once", "send what is due, then exit"}},
+		ExitCodes: []exitCode{{ExitOK, "stopped by a signal, or (--once) sent what was due"},
+			{ExitFailure, "the database failed"}, {ExitUsage, "bad flags, or the database cannot be opened"}}}
+}
+
+func (c *relayRunCommand) define(fs *flagSet, env *Env) {
+	c.db.define(fs)
+	c.relay.register(fs.FlagSet, env, "")
+	fs.groupPrefix("Target", "target", "kafka-", "amqp-", "http-")
+	fs.groupPrefix("AS4 target (--target as4)", "as4-")
+	fs.groupPrefix("Sending", "ordered", "batch", "concurrency", "max-attempts", "send-timeout")
+	fs.BoolVar(&c.once, "once", false, "send what is due now, then exit")
+	c.log.define(fs)
+	fs.require("target")
+}
+
+func (c *relayRunCommand) run(ctx context.Context, in *invocation) int {
+	env := in.env
+	logger, err := c.log.newLogger(env.Stderr)
 	if err != nil {
-		return ExitUsage
+		return usageError(env, in.path, err.Error())
 	}
-	var target outbox.Target
-	if sub == "run" {
-		var closeTarget func()
-		if target, closeTarget, err = o.relay.newTarget(); err != nil {
-			fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
-			return ExitUsage
-		}
-		defer closeTarget()
-	}
-	db, err := openDB(ctx, o.db, int32(min(max(o.relay.concurrency, 1)+2, 64)))
+	target, closeTarget, err := c.relay.newTarget()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox %s: %v\n", name, err)
-		return ExitUsage
+		return usageError(env, in.path, err.Error())
+	}
+	defer closeTarget()
+	db, err := openDB(ctx, c.db, int32(min(max(c.relay.concurrency, 1)+2, 64)))
+	if err != nil {
+		return in.fail(ExitUsage, "%v", err)
 	}
 	defer db.close()
-	st := db.outboxStore()
-	switch sub {
-	case "list-failed":
-		return relayListFailed(ctx, env, db, st, o)
-	case "replay":
-		return relayReplay(ctx, env, db, st, fs)
-	}
 	if err := db.admin.Migrate(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox relay: migrating %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "migrating %s: %v", db.where, err)
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	r, err := outbox.New(st, o.relay.config(target, logger))
+	r, err := outbox.New(db.outboxStore(), c.relay.config(target, logger))
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox relay:", flagNames(err))
-		return ExitUsage
+		return usageError(env, in.path, flagNames(err))
 	}
-	if o.once {
+	if c.once {
 		n, err := r.RunOnce(ctx)
-		c := r.Counters()
-		fmt.Fprintf(env.Stdout, "sent %d, retrying %d, failed %d\n", n, c.Retried, c.Failed)
+		cn := r.Counters()
+		fmt.Fprintf(env.Stdout, "sent %d, retrying %d, failed %d\n", n, cn.Retried, cn.Failed)
 		if err != nil && ctx.Err() == nil {
-			fmt.Fprintf(env.Stderr, "txinbox relay: %s: %v\n", db.where, err)
-			return ExitFailure
+			return in.fail(ExitFailure, "%s: %v", db.where, err)
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "relaying the outbox of %s to %s\n", db.where, o.relay.target)
+	logger.Info("txinbox relay: relaying the outbox", "db", db.where, "target", c.relay.target)
 	r.Run(ctx) //nolint:errcheck // nil: it runs until ctx is done
-	c := r.Counters()
-	fmt.Fprintf(env.Stdout, "stopped: sent %d, retried %d, failed %d\n", c.Sent, c.Retried, c.Failed)
+	cn := r.Counters()
+	fmt.Fprintf(env.Stdout, "stopped: sent %d, retried %d, failed %d\n", cn.Sent, cn.Retried, cn.Failed)
 	return ExitOK
 }
 
@@ -224,13 +209,38 @@ func flagNames(err error) string {
 		"Config.MaxAttempts", "--max-attempts", "Config.SendTimeout", "--send-timeout").Replace(err.Error())
 }
 
-func relayListFailed(ctx context.Context, env *Env, db *inboxDB, st outbox.Store, o *relayOptions) int {
-	rows, err := st.ListFailed(ctx, o.limit)
+// relayListFailedCommand is txinbox relay list-failed.
+type relayListFailedCommand struct {
+	db    dbFlags
+	limit int
+	json  bool
+}
+
+func (c *relayListFailedCommand) info() commandInfo {
+	return commandInfo{Name: "list-failed", Summary: "list the outbox rows that failed for good, newest first",
+		Description: "Lists the outbox rows that failed for good, newest first: id, time, stable id\n(scope/message id/part), topic, key, attempts and last error.",
+		Examples:    []example{{"txinbox relay list-failed --db inbox.db --json", ""}},
+		ExitCodes:   []exitCode{{ExitOK, "listed"}, {ExitFailure, "the database failed"}, {ExitUsage, "bad flags, or the database cannot be opened"}}}
+}
+
+func (c *relayListFailedCommand) define(fs *flagSet, _ *Env) {
+	c.db.define(fs)
+	intFlag(fs.FlagSet, &c.limit, "limit", 100, 1, "at most this many rows, newest first")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per line")
+}
+
+func (c *relayListFailedCommand) run(ctx context.Context, in *invocation) int {
+	env := in.env
+	db, err := openDB(ctx, c.db, 2)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox relay list-failed: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitUsage, "%v", err)
 	}
-	if o.json {
+	defer db.close()
+	rows, err := db.outboxStore().ListFailed(ctx, c.limit)
+	if err != nil {
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
+	}
+	if c.json {
 		enc := json.NewEncoder(env.Stdout)
 		for _, r := range rows {
 			enc.Encode(map[string]any{"id": r.ID, "scope": r.Scope, "message_id": r.MessageID, "part": r.Part, //nolint:errcheck // stdout
@@ -249,26 +259,37 @@ func relayListFailed(ctx context.Context, env *Env, db *inboxDB, st outbox.Store
 	return ExitOK
 }
 
-func relayReplay(ctx context.Context, env *Env, db *inboxDB, st outbox.Store, fs *flag.FlagSet) int {
-	if fs.NArg() != 1 {
-		fmt.Fprintln(env.Stderr, "txinbox relay replay: give one outbox row ID (from relay list-failed)")
-		return ExitUsage
-	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+// relayReplayCommand is txinbox relay replay ID.
+type relayReplayCommand struct{ db dbFlags }
+
+func (c *relayReplayCommand) info() commandInfo {
+	return commandInfo{Name: "replay", Args: "ID", Summary: "make a failed outbox row due again",
+		Description: "Makes a failed outbox row (an ID from relay list-failed) due again: a running\nrelay sends it.",
+		Examples:    []example{{"txinbox relay replay 42 --db inbox.db", ""}},
+		ExitCodes: []exitCode{{ExitOK, "the row is due again"}, {ExitFailure, "the database failed"},
+			{ExitUsage, "bad flags or arguments, no failed outbox row with this ID, or the database cannot be opened"}}}
+}
+
+func (c *relayReplayCommand) define(fs *flagSet, _ *Env) { c.db.define(fs) }
+
+func (c *relayReplayCommand) run(ctx context.Context, in *invocation) int {
+	id, err := strconv.ParseInt(in.args[0], 10, 64)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox relay replay: %q is not an outbox row ID\n", fs.Arg(0))
-		return ExitUsage
+		return usageError(in.env, in.path, fmt.Sprintf("%q is not an outbox row ID (from relay list-failed)", in.args[0]))
 	}
-	ok, err := st.Replay(ctx, id)
+	db, err := openDB(ctx, c.db, 2)
+	if err != nil {
+		return in.fail(ExitUsage, "%v", err)
+	}
+	defer db.close()
+	ok, err := db.outboxStore().Replay(ctx, id)
 	switch {
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "txinbox relay replay: %s: %v\n", db.where, err)
-		return ExitFailure
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	case !ok:
-		fmt.Fprintf(env.Stderr, "txinbox relay replay: no failed outbox row with ID %d\n", id)
-		return ExitUsage
+		return in.fail(ExitUsage, "no failed outbox row with ID %d", id)
 	}
-	fmt.Fprintf(env.Stdout, "outbox row %d is due again: a running relay sends it\n", id)
+	fmt.Fprintf(in.env.Stdout, "outbox row %d is due again: a running relay sends it\n", id)
 	return ExitOK
 }
 

@@ -22,8 +22,51 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-func init() {
-	register("serve", "run the sources (AS4, Kafka, RabbitMQ, SQS, NATS JetStream) until SIGTERM", runServe)
+// serveCommand is txinbox serve. Its flags are defined by
+// defineServeFlags and put in groups by name here (cli.go, Flag groups).
+type serveCommand struct {
+	o      serveOptions
+	config *string
+}
+
+func (c *serveCommand) info() commandInfo {
+	return commandInfo{Name: "serve", Summary: "run the sources (AS4, Kafka, RabbitMQ, SQS, NATS JetStream) until SIGTERM",
+		Description: `Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4
+endpoint at /as4, Kafka, RabbitMQ, SQS and NATS JetStream consumers, an
+effect without Go (--effect outbox|sql), optionally the outbox relay
+(--relay-target), the background purger, and /healthz, /readyz and /metrics
+on --http-listen. The inbox and AS4 tables are migrated at start, and the
+retention is checked against what each source can deliver again. Settings
+come from the flags, then the environment, then --config FILE, then the
+defaults. A first signal drains (batches in flight commit); a second one
+ends the process at once.`,
+		Examples: []example{{"txinbox serve --db postgres://localhost/billing --as4-listen :8080 --http-listen :9090", ""},
+			{"txinbox serve --config txinbox.yaml", "settings from a YAML file (keys are the flag names)"},
+			{"TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox", ""}},
+		ExitCodes: []exitCode{{ExitOK, "stopped by a signal after a clean drain"},
+			{ExitFailure, "a source or the database failed, or the drain was cut by --shutdown-timeout"},
+			{ExitUsage, "bad flags or configuration, a retention shorter than a source's horizon, or the database cannot be opened"}}}
+}
+
+func (c *serveCommand) define(fs *flagSet, env *Env) {
+	c.config = defineServeFlags(fs.FlagSet, env, &c.o)
+	fs.groupPrefix("Database", "db", "schema", "table-prefix")
+	fs.groupPrefix("AS4 endpoint", "as4-", "scope", "read-", "write-", "idle-")
+	fs.groupPrefix("Kafka source", "kafka-")
+	fs.groupPrefix("RabbitMQ source", "amqp-")
+	fs.groupPrefix("SQS source", "sqs-")
+	fs.groupPrefix("NATS JetStream source", "nats-")
+	fs.groupPrefix("Effect", "effect")
+	fs.groupPrefix("Outbox relay", "relay-")
+	fs.groupPrefix("Retention and purge", "retention", "purge-", "no-purge", "retry-window", "accept-short-retention")
+	fs.groupPrefix("Operations", "http-listen", "log-", "otel-", "shutdown-timeout", "config")
+}
+
+func (c *serveCommand) run(ctx context.Context, in *invocation) int {
+	if err := c.o.finish(in.fs.FlagSet, in.env, *c.config); err != nil {
+		return usageError(in.env, in.path, err.Error())
+	}
+	return runServe(ctx, in.env, c.o)
 }
 
 // serveOptions configures the serve command; each field is one flag.
@@ -141,10 +184,9 @@ func (o serveOptions) validate() error {
 	return nil
 }
 
-func parseServeFlags(env *Env, args []string) (serveOptions, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var o serveOptions
+// defineServeFlags defines serve's flags on fs, bound to o; it returns
+// where --config goes.
+func defineServeFlags(fs *flag.FlagSet, env *Env, o *serveOptions) *string {
 	o.db.register(fs, env)
 	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the AS4 messages")
 	fs.StringVar(&o.AS4Retention, "as4-retention", "", "keep the AS4 scope's inbox rows this long (default: --retention)")
@@ -170,19 +212,21 @@ func parseServeFlags(env *Env, args []string) (serveOptions, error) {
 	o.sources.register(fs)
 	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
-	config := fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	origins, err := loadConfig(fs, env, *config, o.sourceSections())
+	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
+}
+
+// finish reads --config, then checks the settings and fills the defaults;
+// an error found in a value the config file gave names its line.
+func (o *serveOptions) finish(fs *flag.FlagSet, env *Env, config string) error {
+	origins, err := loadConfig(fs, env, config, o.sourceSections())
 	if err != nil {
-		return o, err
+		return err
 	}
 	if err := o.validateFlags(); err != nil {
-		return o, origins.locate(err)
+		return origins.locate(err)
 	}
-	o = o.withDefaults()
-	return o, origins.locate(o.validate())
+	*o = o.withDefaults()
+	return origins.locate(o.validate())
 }
 
 // validateFlags checks and parses what the flag values alone cannot.
@@ -203,14 +247,7 @@ func (o *serveOptions) validateFlags() error {
 	return validateEffect(o.Effect, o.EffectSQL)
 }
 
-func runServe(ctx context.Context, env *Env, args []string) int {
-	o, err := parseServeFlags(env, args)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(env.Stderr, "txinbox serve:", err)
-		}
-		return ExitUsage
-	}
+func runServe(ctx context.Context, env *Env, o serveOptions) int {
 	db, err := openDB(ctx, o.db, 8)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", err)

@@ -21,7 +21,7 @@ import (
 // metrics on --http-listen, logs, and the background purger.
 type serveOps struct {
 	HTTPListen    string
-	LogFormat     string
+	log           logFlags // --log-format, --log-level
 	Retention     string
 	PurgeInterval time.Duration
 	NoPurge       bool
@@ -38,7 +38,7 @@ type serveOps struct {
 
 func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPListen, "http-listen", "", "address for /healthz, /readyz and /metrics (default: none)")
-	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	o.log.register(fs)
 	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
 	durationFlag(fs, &o.PurgeInterval, "purge-interval", time.Minute, false, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
@@ -57,8 +57,8 @@ func (o *serveOps) validate() error {
 	if o.retryWindow, err = parseRetention(o.RetryWindow); err != nil {
 		return fmt.Errorf("--retry-window: %w", err)
 	}
-	if o.LogFormat != "text" && o.LogFormat != "json" {
-		return fmt.Errorf("--log-format %q: use text or json", o.LogFormat)
+	if err := o.log.validate(); err != nil {
+		return err
 	}
 	if o.PurgeInterval <= 0 {
 		return fmt.Errorf("--purge-interval must be positive")
@@ -75,10 +75,8 @@ func (o *serveOps) defaultRetention() retention {
 var formatDays = server.FormatDays
 
 func (o *serveOps) logger(w io.Writer) *slog.Logger {
-	if o.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
-	}
-	return slog.New(slog.NewTextHandler(w, nil))
+	l, _ := o.log.newLogger(w) // validated
+	return l
 }
 
 // serverConfig is the service of the options, without the AS4 endpoint

@@ -56,3 +56,16 @@ func TestSampleConfigLoads(t *testing.T) {
 		t.Errorf("retention %v, purge %+v, shutdown %s", cfg.Retention, cfg.Purge, cfg.ShutdownTimeout)
 	}
 }
+
+// parseServeFlags parses serve's command line as txinbox serve does: the
+// flags, the environment, then --config.
+func parseServeFlags(env *Env, args []string) (serveOptions, error) {
+	c := &serveCommand{}
+	fs := newFlagSet("serve")
+	c.define(fs, env)
+	if _, err := fs.parse(args, env.Getenv); err != nil {
+		return c.o, err
+	}
+	err := c.o.finish(fs.FlagSet, env, *c.config)
+	return c.o, err
+}

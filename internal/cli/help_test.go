@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// mainOut runs Main in-process with an empty environment.
+func mainOut(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	code := Main(context.Background(), env, args)
+	return out.String(), errb.String(), code
+}
+
+// leaf is one runnable command line: its words and its command.
+type leaf struct {
+	path []string
+	cmd  command
+}
+
+// leaves are every visible command and subcommand that runs.
+func leaves() []leaf {
+	var out []leaf
+	for _, c := range commands() {
+		info := c.info()
+		if info.Hidden {
+			continue
+		}
+		if len(info.Subcommands) == 0 {
+			out = append(out, leaf{[]string{info.Name}, c})
+		}
+		for _, s := range info.Subcommands {
+			out = append(out, leaf{[]string{info.Name, s.info().Name}, s})
+		}
+	}
+	return out
+}
+
+// TestEveryCommandHasHelp: -h, --help and "txinbox help CMD" print, for
+// every command and subcommand, on stdout with exit 0, a usage line with
+// its positional arguments, a description, examples, the environment rule
+// and its exit codes.
+func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
+	for _, l := range leaves() {
+		info, name := l.cmd.info(), strings.Join(l.path, " ")
+		if info.Summary == "" || info.Description == "" || len(info.Examples) == 0 || len(info.ExitCodes) < 2 {
+			t.Errorf("%s: summary %q, description %q, %d examples, %d exit codes", name, info.Summary, info.Description, len(info.Examples), len(info.ExitCodes))
+		}
+		var first string
+		for i, args := range [][]string{append(append([]string{}, l.path...), "-h"), append(append([]string{}, l.path...), "--help"), append([]string{"help"}, l.path...)} {
+			out, errs, code := mainOut(t, args...)
+			if code != ExitOK || errs != "" {
+				t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+			}
+			usage := strings.TrimSpace("Usage: txinbox " + name + " [flags] " + info.Args)
+			if _, ok := l.cmd.(*completionCommand); ok {
+				usage = "Usage: txinbox completion SHELL"
+			}
+			for _, want := range []string{usage + "\n", "Examples:\n", "Exit codes:\n  0  ", "\n  2  "} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%v: help lacks %q:\n%s", args, want, out)
+				}
+			}
+			if i == 0 {
+				first = out
+			} else if out != first {
+				t.Errorf("%v: help differs from %s -h", args, name)
+			}
+		}
+	}
+}
+
+// TestParentHelp: a command with subcommands lists them on stdout.
+func TestParentHelp(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"dlq", "drift", "relay"} {
+		for _, args := range [][]string{{name, "-h"}, {"help", name}} {
+			out, errs, code := mainOut(t, args...)
+			if code != ExitOK || errs != "" || !strings.Contains(out, "Subcommands:\n") || !strings.Contains(out, "Usage: txinbox "+name+" SUBCOMMAND") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+			}
+		}
+	}
+}
+
+// TestBadFlagIsOneLine: an unknown flag prints one line and where help
+// is, not the list of flags, and exits 2, for every command.
+func TestBadFlagIsOneLine(t *testing.T) {
+	t.Parallel()
+	for _, l := range leaves() {
+		name := "txinbox " + strings.Join(l.path, " ")
+		args := append(append([]string{}, l.path...), "--no-such-flag")
+		out, errs, code := mainOut(t, args...)
+		want := name + ": flag provided but not defined: -no-such-flag\nRun '" + name + " -h' for help.\n"
+		if code != ExitUsage || out != "" || errs != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, out, errs, want)
+		}
+	}
+}
+
+// TestTopLevelUsage: txinbox alone prints the commands on stderr and
+// exits 2; -h and help print them on stdout and exit 0; help of an
+// unknown command exits 2.
+func TestTopLevelUsage(t *testing.T) {
+	t.Parallel()
+	if out, errs, code := mainOut(t); code != ExitUsage || out != "" || !strings.Contains(errs, "Commands:") {
+		t.Errorf("no args: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		if out, errs, code := mainOut(t, args...); code != ExitOK || errs != "" || !strings.Contains(out, "Commands:") || strings.Contains(out, "demo-consumer") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	if _, errs, code := mainOut(t, "help", "frob"); code != ExitUsage || !strings.Contains(errs, `no command "frob"`) {
+		t.Errorf("help frob: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := mainOut(t, "dlq", "show"); code != ExitUsage || !strings.Contains(errs, "no ID given") {
+		t.Errorf("dlq show without ID: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestFlagGroups: help shows flags under their groups, in the order made,
+// the ungrouped ones first; groupPrefix sorts flags defined elsewhere.
+func TestFlagGroups(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet("x")
+	fs.String("loose", "", "not in a group")
+	fs.group("Database", func() { fs.String("db", "", "the database") })
+	fs.String("kafka-brokers", "", "brokers")
+	fs.groupPrefix("Kafka", "kafka-")
+	fs.require("db")
+	var b bytes.Buffer
+	printFlags(&b, fs)
+	want := "\nFlags:\n  --loose string\n      not in a group\n\nDatabase:\n  --db string\n      the database (required)\n\nKafka:\n  --kafka-brokers string\n      brokers\n"
+	if b.String() != want {
+		t.Errorf("flags:\n%s\nwant:\n%s", b.String(), want)
+	}
+	for _, l := range leaves() { // no group is left empty by an earlier one
+		fs := newFlagSet("x")
+		l.cmd.define(fs, &Env{Getenv: func(string) string { return "" }})
+		for _, g := range fs.groups {
+			if len(g.names) == 0 {
+				t.Errorf("%v: flag group %q is empty", l.path, g.title)
+			}
+		}
+	}
+	out, _, _ := mainOut(t, "serve", "-h")
+	for _, g := range []string{"Database:", "AS4 endpoint:", "Kafka source:", "Outbox relay:", "Retention and purge:", "Operations:"} {
+		if !strings.Contains(out, "\n"+g+"\n") {
+			t.Errorf("serve -h has no group %q", g)
+		}
+	}
+	if strings.Contains(out, "\nFlags:\n") {
+		t.Errorf("serve -h has flags in no group:\n%s", out)
+	}
+}
