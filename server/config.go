@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/purge"
@@ -75,6 +76,13 @@ type Config struct {
 	// /readyz and /metrics, by http.ServeMux pattern (a web console at
 	// "/ui/", say). Defaults to none.
 	Handlers map[string]http.Handler
+	// Console, if set, serves the operator's web console (package
+	// console) on the operations listener at its Prefix ("/ui/" by
+	// default). Where its Sources, Scopes, Gatherer and Logger are empty
+	// the server fills them with its own sources (readiness and lag), its
+	// scopes and their retentions, Registry and Logger. Its Admin is
+	// required. Defaults to nil: no console.
+	Console *console.Config
 	// Logger gets the server's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Progress, if set, gets one line per step of the start and the stop

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/source"
@@ -35,6 +37,14 @@ func (s *Server) newHandler() (h http.Handler, err error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	for pattern, h := range s.cfg.Handlers {
 		if err := mount(mux, pattern, h); err != nil {
+			return nil, err
+		}
+	}
+	if c := s.cfg.Console; c != nil {
+		if _, err := console.New(s.consoleConfig()); err != nil { // checked now, built by Run
+			return nil, fmt.Errorf("server: Config.Console: %w", err)
+		}
+		if err := mount(mux, cmp.Or(c.Prefix, "/ui/"), &s.console); err != nil {
 			return nil, err
 		}
 	}
@@ -102,6 +112,9 @@ func (s *Server) startOps(ctx context.Context) (func(), error) {
 	if err := s.register(); err != nil {
 		return nil, err
 	}
+	if err := s.startConsole(); err != nil {
+		return nil, err
+	}
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -157,7 +170,11 @@ func (s *Server) serveOps() (func(), error) {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }() //nolint:errcheck // ErrServerClosed at shutdown
-	s.progress("health and metrics on http://%s (/healthz, /readyz, /metrics)", ln.Addr())
+	paths := "/healthz, /readyz, /metrics"
+	if c := s.cfg.Console; c != nil {
+		paths += ", the console at " + cmp.Or(c.Prefix, "/ui/")
+	}
+	s.progress("health and metrics on http://%s (%s)", ln.Addr(), paths)
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

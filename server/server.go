@@ -51,6 +51,7 @@ type Server struct {
 	ready   *atomic.Bool
 	hooks   []txinbox.Hook
 	handler http.Handler
+	console lateHandler
 
 	mu      sync.Mutex
 	started bool

@@ -59,6 +59,7 @@ func (c *serveCommand) define(fs *flagSet, env *Env) {
 	fs.groupPrefix("Effect", "effect")
 	fs.groupPrefix("Outbox relay", "relay-")
 	fs.groupPrefix("Retention and purge", "retention", "purge-", "no-purge", "retry-window", "accept-short-retention")
+	fs.groupPrefix("Web console", "console-", "no-console")
 	fs.groupPrefix("Operations", "http-listen", "log-", "otel-", "shutdown-timeout", "config")
 }
 

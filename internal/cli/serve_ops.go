@@ -34,6 +34,7 @@ type serveOps struct {
 	retention   time.Duration
 	retryWindow time.Duration
 	traces      serveTraces
+	console     consoleFlags
 }
 
 func (o *serveOps) register(fs *flag.FlagSet) {
@@ -46,6 +47,7 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
 		"start although --retention is shorter than a retry window or a broker's retention (a message delivered again after the retention is processed again); logged at start")
 	o.traces.register(fs)
+	o.console.register(fs)
 }
 
 func (o *serveOps) validate() error {
@@ -91,6 +93,9 @@ func (o *serveOptions) serverConfig(env *Env, db *inboxDB, logger *slog.Logger, 
 	cfg = server.Config{Ping: db.ping, Logger: logger, Progress: env.Stdout, Registry: registry, TracerProvider: tp,
 		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention().server(), ShutdownTimeout: o.ShutdownTimeout,
 		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention"}
+	if o.ops.HTTPListen != "" {
+		cfg.Console = o.ops.console.config(db, as4Store)
+	}
 	if gr, ok := db.admin.(store.GaugeReader); ok {
 		cfg.Gauges = gr
 	}
