@@ -295,3 +295,34 @@ func TestRelayLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWithoutMessageIDRefused: dlq replay of a dead letter stored
+// without a message id is refused (exit 1) and leaves the other such dead
+// letters of its scope alone; forgetting "" used to delete them all.
+func TestReplayWithoutMessageIDRefused(t *testing.T) {
+	t.Parallel()
+	db, d := migratedSQLite(t)
+	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{Scope: "s",
+		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{"first", "second"} {
+		if _, err := p.Process(context.Background(), []*txinbox.Message{{Payload: []byte(payload)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	out, errs, code := run(t, "dlq", "list", "--json", "--db", db)
+	var first struct{ ID int64 }
+	if code != 0 || strings.Count(out, `"id"`) != 2 || json.NewDecoder(strings.NewReader(out)).Decode(&first) != nil {
+		t.Fatalf("dlq list: %d %q %q, want two dead letters without an id", code, out, errs)
+	}
+	_, errs, code = run(t, "dlq", "replay", fmt.Sprint(first.ID), "--db", db, "--reason", "try")
+	if code != cli.ExitFailure || !strings.Contains(errs, "has no message id") {
+		t.Errorf("dlq replay of a dead letter without an id: exit %d, %q; want 1 and why", code, errs)
+	}
+	if out, _, _ := run(t, "dlq", "list", "--json", "--db", db); strings.Count(out, `"id"`) != 2 {
+		t.Errorf("after the refused replay, dlq list = %s; want both dead letters", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/user"
 	"strconv"
@@ -147,11 +148,8 @@ func (c *dlqActCommand) run(ctx context.Context, in *invocation) int {
 		} else if err == nil {
 			fmt.Fprintf(in.env.Stdout, "dead letter %d was already dropped\n", rec.ID)
 		}
-	} else if code, done := dlqReplayStale(ctx, in, db, rec); done {
-		return code
-	} else if _, err = db.admin.Forget(ctx, rec.Key, a); err == nil {
-		fmt.Fprintf(in.env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
-			"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", rec.ID, rec.MessageID, rec.Scope, rec.ID)
+	} else {
+		return dlqReplay(ctx, in, db, rec, a)
 	}
 	if err != nil {
 		return in.fail(ExitFailure, "%s: %v", db.where, err)
@@ -159,22 +157,30 @@ func (c *dlqActCommand) run(ctx context.Context, in *invocation) int {
 	return ExitOK
 }
 
-// dlqReplayStale refuses to replay a dead letter whose message was processed
-// all the same (an inbox row exists: another consumer committed it while
-// this one failed, or before the dead letter was recorded). Replaying would
-// delete that inbox row and run the effect a second time on the next
-// delivery. It reports whether it answered, and with which exit code.
-func dlqReplayStale(ctx context.Context, in *invocation, db *inboxDB, rec store.DeadLetterRecord) (int, bool) {
-	ins, err := db.admin.Inspect(ctx, rec.Key)
+// dlqReplay re-admits the dead letter's message id (store.ReplayDeadLetter,
+// the console's rule too). It refuses a stale dead letter, whose message
+// was processed all the same (an inbox row exists: another consumer
+// committed it while this one failed): replaying would delete that row and
+// run the effect a second time. It refuses one without a message id, whose
+// forget would touch every other such dead letter of its scope. It returns
+// the exit code.
+func dlqReplay(ctx context.Context, in *invocation, db *inboxDB, rec store.DeadLetterRecord, a store.AuditEntry) int {
+	_, err := store.ReplayDeadLetter(ctx, db.admin, rec.ID, a)
+	if stale, ok := errors.AsType[*store.StaleDeadLetterError](err); ok {
+		return in.fail(ExitFailure, "dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
+			"so a replay would run its effect a second time; clear the dead letter with dlq drop, or use forget to reprocess it deliberately",
+			rec.ID, rec.MessageID, rec.Scope, stale.ProcessedAt.UTC().Format(time.RFC3339))
+	}
+	if errors.Is(err, store.ErrReplayNoID) {
+		return in.fail(ExitFailure, "dead letter %d has no message id, so nothing refuses its redeliveries: "+
+			"re-publish its payload (dlq show %d), then dlq drop it", rec.ID, rec.ID)
+	}
 	if err != nil {
-		return in.fail(ExitFailure, "%s: %v", db.where, err), true
+		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
-	if ins.Inbox == nil {
-		return 0, false
-	}
-	return in.fail(ExitFailure, "dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
-		"so a replay would run its effect a second time; clear the dead letter with dlq drop, or use forget to reprocess it deliberately",
-		rec.ID, rec.MessageID, rec.Scope, ins.Inbox.ProcessedAt.UTC().Format(time.RFC3339)), true
+	fmt.Fprintf(in.env.Stdout, "dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
+		"re-publish its payload (dlq show %d) if the broker will not redeliver it\n", rec.ID, rec.MessageID, rec.Scope, rec.ID)
+	return ExitOK
 }
 
 func dlqList(ctx context.Context, in *invocation, db *inboxDB, lf store.ListFilter, asJSON bool) int {
