@@ -68,10 +68,11 @@ func Require(t testing.TB) *pgxpool.Pool {
 		if pool != nil {
 			pool.Close()
 		}
-		msg := "PostgreSQL not reachable at " + URL() + " (set TXINBOX_TEST_DATABASE_URL, run .ci/start-postgres or install postgresql-15): " + err.Error()
+		msg := "no PostgreSQL (install postgresql-15, set TXINBOX_TEST_DATABASE_URL or run .ci/start-postgres): "
 		if resolved.noShared != nil {
-			msg += "; no throwaway cluster: " + resolved.noShared.Error()
+			msg += "no throwaway cluster: " + resolved.noShared.Error() + "; "
 		}
+		msg += URL() + ": " + err.Error()
 		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
 			t.Fatal(msg)
 		}

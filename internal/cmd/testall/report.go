@@ -116,7 +116,7 @@ func skipReason(lines []string) string {
 }
 
 // maxReason caps a reason's length in the summary.
-const maxReason = 160
+const maxReason = 200
 
 // printSkips prints one line per package that skipped tests and returns
 // how many tests were skipped in all.
