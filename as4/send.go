@@ -140,15 +140,15 @@ func (c ClientConfig) validate() error {
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
-		return &ConfigError{Field: "URL", Msg: "required"}
+		return configError("URL", "required")
 	case err != nil:
-		return &ConfigError{Field: "URL", Msg: err.Error()}
+		return configError("URL", err.Error())
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return &ConfigError{Field: "URL", Msg: fmt.Sprintf("%q is not an http or https URL", c.URL)}
+		return configError("URL", fmt.Sprintf("%q is not an http or https URL", c.URL))
 	case c.Timeout < 0:
-		return &ConfigError{Field: "Timeout", Msg: "must not be negative"}
+		return configError("Timeout", "must not be negative")
 	case c.MaxResponseBytes < 0:
-		return &ConfigError{Field: "MaxResponseBytes", Msg: "must not be negative"}
+		return configError("MaxResponseBytes", "must not be negative")
 	}
 	return c.Security.validate()
 }
@@ -162,7 +162,7 @@ type Client struct {
 	cfg ClientConfig
 }
 
-// NewClient returns a Client for cfg; the error is a *ConfigError naming
+// NewClient returns a Client for cfg; the error wraps a *txinbox.ConfigError naming
 // the field.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()

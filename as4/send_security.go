@@ -23,7 +23,7 @@ type ClientSecurity struct {
 
 func (s *ClientSecurity) validate() error {
 	if s.ReceiptVerifier != nil && s.Signer == nil {
-		return &ConfigError{Field: "Security.ReceiptVerifier", Msg: "requires Security.Signer: a non-repudiation receipt answers a signed message"}
+		return configError("Security.ReceiptVerifier", "requires Security.Signer: a non-repudiation receipt answers a signed message")
 	}
 	return nil
 }

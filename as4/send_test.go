@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
@@ -347,7 +348,7 @@ func TestNewClientValidates(t *testing.T) {
 		{"MaxResponseBytes", as4.ClientConfig{URL: "https://partner/as4", MaxResponseBytes: -1}},
 	} {
 		_, err := as4.NewClient(cfg.cfg)
-		var ce *as4.ConfigError
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || ce.Field != cfg.field {
 			t.Errorf("%+v: error %v, want a ConfigError for %s", cfg.cfg, err, cfg.field)
 		}
