@@ -23,8 +23,8 @@ import (
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/examples/invoicer/invoicer"
 	"github.com/txinbox/txinbox/internal/brokers"
-	"github.com/txinbox/txinbox/internal/invoicer"
 )
 
 // `txinbox demo --scenario invoicer`: the seed's EDI invoicer end to end.

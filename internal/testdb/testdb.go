@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -135,4 +136,19 @@ func ping(url string) error {
 		return err
 	}
 	return conn.Close(ctx)
+}
+
+// Server returns the URL that URL resolves to, and an error when no server
+// answers there. The test runner (internal/cmd/testall) calls it once and
+// hands the URL to every test process, so that a shared throwaway cluster
+// lives for the whole run.
+func Server() (string, error) {
+	u := URL()
+	if err := ping(u); err != nil {
+		if resolved.noShared != nil {
+			err = fmt.Errorf("%w; no throwaway cluster: %v", err, resolved.noShared)
+		}
+		return u, err
+	}
+	return u, nil
 }

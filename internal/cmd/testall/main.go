@@ -9,6 +9,11 @@
 // mistaken for one that passed. Its exit code is go test's. Under CI=true
 // any skipped test fails the run: CI provides every server.
 //
+// Without TXINBOX_TEST_DATABASE_URL it finds the test database as the tests
+// would (internal/testdb: the server on port 54329, else a throwaway
+// cluster from the installed PostgreSQL binaries) and passes it to every
+// test process, so that one throwaway cluster serves the whole run.
+//
 //	go run ./internal/cmd/testall
 //	go run ./internal/cmd/testall ./store/... -run Purge
 package main
@@ -19,18 +24,30 @@ import (
 	"io"
 	"os"
 	"os/exec"
+
+	"github.com/txinbox/txinbox/internal/testdb"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv("CI") == "true"))
+	env := os.Environ()
+	if os.Getenv("TXINBOX_TEST_DATABASE_URL") == "" {
+		if url, err := testdb.Server(); err == nil {
+			env = append(env, "TXINBOX_TEST_DATABASE_URL="+url)
+		} else {
+			fmt.Fprintln(os.Stderr, "testall: no PostgreSQL for the tests, they will skip:", err)
+		}
+	}
+	os.Exit(run(os.Args[1:], env, os.Stdout, os.Stderr, os.Getenv("CI") == "true"))
 }
 
-func run(args []string, stdout, stderr io.Writer, ci bool) int {
+// run runs go test with env and reports; it returns the exit code.
+func run(args, env []string, stdout, stderr io.Writer, ci bool) int {
 	if len(args) == 0 {
 		args = []string{"./..."}
 	}
 	cmd := exec.Command("go", append([]string{"test", "-race", "-json"}, args...)...)
 	cmd.Stderr = stderr
+	cmd.Env = env
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		fmt.Fprintln(stderr, "testall:", err)

@@ -60,11 +60,11 @@ func TestRunKeepsExitCodeAndFailsSkipsUnderCI(t *testing.T) {
 	// The package of this test, run for real with a pattern that matches
 	// nothing: go test passes, nothing skips.
 	var out, errs strings.Builder
-	if code := run([]string{"-run", "^$", "."}, &out, &errs, true); code != 0 {
+	if code := run([]string{"-run", "^$", "."}, os.Environ(), &out, &errs, true); code != 0 {
 		t.Fatalf("exit %d, want 0\n%s%s", code, out.String(), errs.String())
 	}
 	out.Reset()
-	if code := run([]string{"./no-such-package"}, &out, &errs, false); code == 0 {
+	if code := run([]string{"./no-such-package"}, os.Environ(), &out, &errs, false); code == 0 {
 		t.Fatalf("exit 0 for a missing package\n%s", out.String())
 	}
 }
@@ -80,7 +80,7 @@ func TestRunFailsSkipsUnderCI(t *testing.T) {
 	t.Setenv("TESTALL_SKIP_PROBE", "1")
 	for _, ci := range []bool{false, true} {
 		var out, errs strings.Builder
-		code := run([]string{"-run", "^TestSkipProbe$", "."}, &out, &errs, ci)
+		code := run([]string{"-run", "^TestSkipProbe$", "."}, os.Environ(), &out, &errs, ci)
 		if want := map[bool]int{false: 0, true: 1}[ci]; code != want {
 			t.Errorf("CI=%v: exit %d, want %d\n%s%s", ci, code, want, out.String(), errs.String())
 		}
