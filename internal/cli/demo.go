@@ -81,7 +81,7 @@ Flags:`)
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
 	fs.StringVar(&o.amqpURL, "amqp-url", cmp.Or(env.Getenv("TXINBOX_AMQP_URL"), defaultAMQPURL), "RabbitMQ broker of --source rabbitmq (env TXINBOX_AMQP_URL)")
-	o.external.register(fs, env)
+	o.external.register(fs)
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
 		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit); "+
 		"with --scenario invoicer: fresh-message-id, lost-receipts (the control) or partner-without-inbox")

@@ -17,13 +17,16 @@ type demoExternal struct {
 	sqs   string
 }
 
-func (e *demoExternal) register(fs *flag.FlagSet, env *Env) {
-	fs.StringVar(&e.kafka, "kafka-brokers", env.Getenv("TXINBOX_KAFKA_BROKERS"),
-		"Kafka seeds (host:port,...) of --source kafka and --scenario invoicer (default: start kfake in a txinbox-brokers process; env TXINBOX_KAFKA_BROKERS)")
-	fs.StringVar(&e.nats, "nats-url", env.Getenv("TXINBOX_NATS_URL"),
-		"NATS server with JetStream of --source nats (default: start one in a txinbox-brokers process; env TXINBOX_NATS_URL)")
-	fs.StringVar(&e.sqs, "sqs-endpoint", env.Getenv("TXINBOX_SQS_ENDPOINT"),
-		"SQS endpoint of --source sqs, static test credentials (default: start the SQS fake in a txinbox-brokers process; env TXINBOX_SQS_ENDPOINT)")
+// register adds the flags. They read no environment variables on purpose:
+// serve's TXINBOX_KAFKA_BROKERS and the like name production brokers, and
+// the demo creates topics, streams and queues.
+func (e *demoExternal) register(fs *flag.FlagSet) {
+	fs.StringVar(&e.kafka, "kafka-brokers", "",
+		"Kafka seeds (host:port,...) of --source kafka and --scenario invoicer (default: start kfake in a txinbox-brokers process)")
+	fs.StringVar(&e.nats, "nats-url", "",
+		"NATS server with JetStream of --source nats (default: start one in a txinbox-brokers process)")
+	fs.StringVar(&e.sqs, "sqs-endpoint", "",
+		"SQS endpoint of --source sqs, static test credentials (default: start the SQS fake in a txinbox-brokers process)")
 }
 
 // kafkaSeeds splits --kafka-brokers.
