@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 type demoResult struct {
+	Where             string         `json:"where"`
 	Published         int            `json:"published"`
 	Unique            int            `json:"unique"`
 	DuplicatesSkipped int            `json:"duplicates_skipped"`
