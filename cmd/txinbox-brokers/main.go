@@ -48,38 +48,47 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "txinbox-brokers: usage: txinbox-brokers [--kafka N (0-16)] [--nats] [--sqs]")
 		return 2
 	}
-	var r brokers.Running
-	var stops []func()
-	defer func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}()
-	if *kafkaN > 0 {
-		seeds, stop, err := startKafka(*kafkaN)
-		if err != nil {
-			fmt.Fprintln(stderr, "txinbox-brokers:", err)
-			return 1
-		}
-		r.KafkaSeeds, stops = seeds, append(stops, stop)
+	r, stop, err := startAll(*kafkaN, *withNATS, *withSQS)
+	if err != nil {
+		fmt.Fprintln(stderr, "txinbox-brokers:", err)
+		return 1
 	}
-	if *withNATS {
-		url, stop, err := startNATS()
-		if err != nil {
-			fmt.Fprintln(stderr, "txinbox-brokers:", err)
-			return 1
-		}
-		r.NATSURL, r.NATSVersion, stops = url, server.VERSION, append(stops, stop)
-	}
-	if *withSQS {
-		fake := sqsfake.NewServer()
-		r.SQSEndpoint, stops = fake.URL(), append(stops, fake.Close)
-	}
+	defer stop()
 	if err := json.NewEncoder(stdout).Encode(r); err != nil {
 		return 1
 	}
 	waitForEnd(stdin)
 	return 0
+}
+
+// startAll starts the brokers asked for; stop stops them, in reverse order.
+func startAll(kafkaN int, withNATS, withSQS bool) (r brokers.Running, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if kafkaN > 0 {
+		var s func()
+		if r.KafkaSeeds, s, err = startKafka(kafkaN); err != nil {
+			return r, nil, err
+		}
+		stops = append(stops, s)
+	}
+	if withNATS {
+		var s func()
+		if r.NATSURL, s, err = startNATS(); err != nil {
+			stop()
+			return r, nil, err
+		}
+		r.NATSVersion, stops = server.VERSION, append(stops, s)
+	}
+	if withSQS {
+		fake := sqsfake.NewServer()
+		r.SQSEndpoint, stops = fake.URL(), append(stops, fake.Close)
+	}
+	return r, stop, nil
 }
 
 // waitForEnd returns when stdin reaches its end (the parent closed it or

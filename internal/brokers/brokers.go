@@ -112,6 +112,16 @@ func launch(ctx context.Context, path string, args []string) (*Running, error) {
 		return nil, fmt.Errorf("brokers: starting %s: %w", path, err)
 	}
 	r := &Running{cmd: cmd, stdin: stdin, cleanup: func() {}}
+	if err := r.readAddresses(ctx, stdout); err != nil {
+		r.Stop() //nolint:errcheck // the start error matters
+		return nil, fmt.Errorf("brokers: %s %s: no address line: %v %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return r, nil
+}
+
+// readAddresses reads the program's JSON line into r, waiting at most
+// startTimeout.
+func (r *Running) readAddresses(ctx context.Context, stdout io.Reader) error {
 	line := make(chan error, 1)
 	go func() {
 		b, err := bufio.NewReader(stdout).ReadBytes('\n')
@@ -123,15 +133,11 @@ func launch(ctx context.Context, path string, args []string) (*Running, error) {
 	tctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	select {
-	case err = <-line:
+	case err := <-line:
+		return err
 	case <-tctx.Done():
-		err = tctx.Err()
+		return tctx.Err()
 	}
-	if err != nil {
-		r.Stop() //nolint:errcheck // the start error matters
-		return nil, fmt.Errorf("brokers: %s %s: no address line: %v %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return r, nil
 }
 
 // Stop ends the brokers: it closes the program's standard input, waits up
