@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,8 +31,24 @@ type report struct {
 // pkgTally counts one package's tests and the reasons of its skips.
 type pkgTally struct {
 	tests, skipped int
+	notApplicable  int // skips whose reason notApplicable matches
 	reasons        map[string]int
 }
+
+//go:embed not_applicable.txt
+var notApplicableList string
+
+// notApplicable matches the skip reasons that say a test does not apply
+// (not_applicable.txt).
+var notApplicable = func() *regexp.Regexp {
+	var res []string
+	for line := range strings.Lines(notApplicableList) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			res = append(res, "(?:"+line+")")
+		}
+	}
+	return regexp.MustCompile(strings.Join(res, "|"))
+}()
 
 func newReport(w io.Writer) *report {
 	return &report{w: w, outputs: map[string][]string{}, pkgs: map[string]*pkgTally{}}
@@ -75,8 +92,12 @@ func (r *report) handle(ev event) {
 			r.printFailure(r.outputs[key])
 		}
 		if ev.Action == "skip" {
+			reason := skipReason(r.outputs[key])
 			t.skipped++
-			t.reasons[skipReason(r.outputs[key])]++
+			t.reasons[reason]++
+			if notApplicable.MatchString(reason) {
+				t.notApplicable++
+			}
 		}
 		delete(r.outputs, key)
 	}
@@ -119,26 +140,28 @@ func skipReason(lines []string) string {
 const maxReason = 200
 
 // printSkips prints one line per package that skipped tests and returns
-// how many tests were skipped in all.
-func (r *report) printSkips() int {
+// how many skipped tests could not run (the skips not_applicable.txt does
+// not excuse).
+func (r *report) printSkips() (couldNotRun int) {
 	var pkgs []string
 	total := 0
 	for p, t := range r.pkgs {
 		if t.skipped > 0 {
 			pkgs = append(pkgs, p)
 			total += t.skipped
+			couldNotRun += t.skipped - t.notApplicable
 		}
 	}
 	if total == 0 {
 		return 0
 	}
 	slices.Sort(pkgs)
-	fmt.Fprintf(r.w, "\nSKIPPED: %d tests did not run; a skipped suite is not a passed one:\n", total)
+	fmt.Fprintf(r.w, "\nSKIPPED: %d tests did not run (%d of them do not apply); a skipped suite is not a passed one:\n", total, total-couldNotRun)
 	for _, p := range pkgs {
 		t := r.pkgs[p]
 		fmt.Fprintf(r.w, "SKIP\t%s\t%d of %d tests: %s\n", p, t.skipped, t.tests, formatReasons(t.reasons))
 	}
-	return total
+	return couldNotRun
 }
 
 // formatReasons lists the reasons, most frequent first, each after its

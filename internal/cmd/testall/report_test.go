@@ -89,3 +89,16 @@ func TestRunFailsSkipsUnderCI(t *testing.T) {
 		}
 	}
 }
+
+func TestNotApplicableSkips(t *testing.T) {
+	const s = `{"Action":"output","Package":"p","Test":"TestA","Output":"    suite.go:9: SQS does not declare the feature this test needs\n"}
+{"Action":"skip","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    testdb.go:9: no PostgreSQL\n"}
+{"Action":"skip","Package":"p","Test":"TestB"}
+`
+	r := newReport(&strings.Builder{})
+	r.read(strings.NewReader(s))
+	if n := r.printSkips(); n != 1 {
+		t.Errorf("printSkips = %d, want 1: the conformance skip does not apply, the missing database counts", n)
+	}
+}
