@@ -110,35 +110,32 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 func (c Config[TTx]) validate() error {
 	switch {
 	case c.Store == nil:
-		return &ConfigError{Field: "Store", Msg: "required"}
+		return configError("Store", "required")
 	case c.Inbox.Handler != nil || c.Inbox.BatchHandler != nil:
-		return &ConfigError{Field: "Inbox.Handler", Msg: "must be nil: use Deliver for the business effect"}
+		return configError("Inbox.Handler", "must be nil: use Deliver for the business effect")
 	case c.MaxBodyBytes < 0:
-		return &ConfigError{Field: "MaxBodyBytes", Msg: "must not be negative"}
+		return configError("MaxBodyBytes", "must not be negative")
 	case validateAgreements(c.Agreements) != nil:
 		return validateAgreements(c.Agreements)
 	case c.MaxDepth < 0:
-		return &ConfigError{Field: "MaxDepth", Msg: "must not be negative"}
+		return configError("MaxDepth", "must not be negative")
 	case c.MaxElements < 0:
-		return &ConfigError{Field: "MaxElements", Msg: "must not be negative"}
+		return configError("MaxElements", "must not be negative")
 	case c.MaxConcurrentRequests < 0:
-		return &ConfigError{Field: "MaxConcurrentRequests", Msg: "must not be negative"}
+		return configError("MaxConcurrentRequests", "must not be negative")
 	case c.MaxDecompressedBytes < 0:
-		return &ConfigError{Field: "MaxDecompressedBytes", Msg: "must not be negative"}
+		return configError("MaxDecompressedBytes", "must not be negative")
 	}
 	for _, a := range c.Agreements {
 		if (a.RequireSignature || a.RequireEncryption) && c.Security.Verifier == nil {
-			return &ConfigError{Field: "Agreements", Msg: fmt.Sprintf("agreement %q requires signed or encrypted messages: that needs Security.Verifier (a verified signature, a decrypting key)", a.Name)}
+			return configError("Agreements", fmt.Sprintf("agreement %q requires signed or encrypted messages: that needs Security.Verifier (a verified signature, a decrypting key)", a.Name))
 		}
 	}
 	return c.Security.validate()
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
+// configError is the package's configuration error: a
+// *txinbox.ConfigError (errors.As finds it) under the prefix "as4: ".
+func configError(field, msg string) error {
+	return fmt.Errorf("as4: %w", &txinbox.ConfigError{Field: field, Msg: msg})
 }
-
-// Error returns "as4: invalid Config.Field: message".
-func (e *ConfigError) Error() string { return "as4: invalid Config." + e.Field + ": " + e.Msg }

@@ -33,7 +33,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"Agreements[1]":         {Store: st, Agreements: []as4.Agreement{{Name: "a", From: as4.PartyRef{ID: "x"}, To: as4.PartyRef{ID: "y"}}, {Name: "a", From: as4.PartyRef{ID: "x"}, To: as4.PartyRef{ID: "y"}}}},
 	} {
 		_, err := as4.New(driver, cfg)
-		var ce *as4.ConfigError
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || ce.Field != field {
 			t.Errorf("%s: got %v", field, err)
 		}

@@ -128,10 +128,10 @@ func validateAgreements(as []Agreement) error {
 	names := map[string]bool{}
 	for i := range as {
 		if err := as[i].validate(); err != nil {
-			return &ConfigError{Field: fmt.Sprintf("Agreements[%d]", i), Msg: err.Error()}
+			return configError(fmt.Sprintf("Agreements[%d]", i), err.Error())
 		}
 		if names[as[i].Name] {
-			return &ConfigError{Field: fmt.Sprintf("Agreements[%d]", i), Msg: fmt.Sprintf("name %q is used twice", as[i].Name)}
+			return configError(fmt.Sprintf("Agreements[%d]", i), fmt.Sprintf("name %q is used twice", as[i].Name))
 		}
 		names[as[i].Name] = true
 	}

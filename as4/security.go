@@ -38,7 +38,7 @@ type SecurityConfig struct {
 
 func (c *SecurityConfig) validate() error {
 	if c.RequireSignature && c.Verifier == nil {
-		return &ConfigError{Field: "Security.RequireSignature", Msg: "requires Security.Verifier"}
+		return configError("Security.RequireSignature", "requires Security.Verifier")
 	}
 	return nil
 }

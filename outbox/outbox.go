@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/txinbox/txinbox"
 )
 
 // Entry is one row to add to the outbox in a handler's transaction.
@@ -73,23 +75,15 @@ type Target interface {
 	Send(ctx context.Context, m *Message) (Receipt, error)
 }
 
-// PermanentError marks a send that retrying cannot fix.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
 // Permanent wraps err so that the relay fails the row without retrying.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &PermanentError{Err: err}
-}
+// It is txinbox.Permanent: one permanent-error type, *txinbox.PermanentError,
+// serves the inbox's handlers and the relay's targets.
+func Permanent(err error) error { return txinbox.Permanent(err) }
 
-// IsPermanent reports whether err was wrapped with Permanent.
+// IsPermanent reports whether err was wrapped with Permanent (or
+// txinbox.Permanent).
 func IsPermanent(err error) bool {
-	var p *PermanentError
+	var p *txinbox.PermanentError
 	return errors.As(err, &p)
 }
 

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/brokers"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -27,19 +27,19 @@ func init() { benchKafkaE2E = benchKafka }
 // the rate counts only that time. Few enough to keep memory low.
 const benchKafkaRecords = 50_000
 
-// benchKafka measures end to end: records already in an embedded 3-broker
-// kfake cluster (4 partitions, message-id header keys, a share re-sent at
-// new offsets), consumed by one kafka.Consumer into PostgreSQL with a batch
+// benchKafka measures end to end: records already in a 3-broker kfake
+// cluster of txinbox-brokers (4 partitions, message-id header keys, a share
+// re-sent at new offsets), consumed by one kafka.Consumer into PostgreSQL with a batch
 // handler, offsets committed after each batch's commit. The rate counts the
 // records handled (processed or skipped as duplicates) during the slice.
 func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup float64) (*benchResult, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	seeds, stopKafka, err := brokers.StartKafka(ctx, 3) // in a txinbox-brokers child process
 	if err != nil {
 		return nil, err
 	}
-	defer cluster.Close()
+	defer stopKafka()
 	topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	if err := benchKafkaProduce(ctx, cluster.ListenAddrs(), topic, dup); err != nil {
+	if err := benchKafkaProduce(ctx, seeds, topic, dup); err != nil {
 		return nil, err
 	}
 	d, err := pgstore.New(pool, pgstore.Options{})
@@ -56,7 +56,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		return nil, err
 	}
 	consumer, err := kafka.New(proc, kafka.Config{
-		Seeds: cluster.ListenAddrs(), Topics: []string{topic}, Group: "bench", Key: kafka.HeaderKey(demoKafkaHeader),
+		Seeds: seeds, Topics: []string{topic}, Group: "bench", Key: kafka.HeaderKey(demoKafkaHeader),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -39,7 +39,8 @@ AS4 to a partner with its own inbox).`,
 func (c *demoCommand) define(fs *flagSet, env *Env) {
 	c.o.define(fs.FlagSet, env)
 	fs.groupPrefix("Database (default: a temporary SQLite file)", "db", "schema", "table-prefix", "keep")
-	fs.groupPrefix("Broker", "source", "amqp-url")
+	fs.groupPrefix("Broker", "source", "amqp-url", "kafka-brokers", "nats-url", "sqs-endpoint")
+	fs.noEnv("kafka-brokers", "nats-url", "sqs-endpoint") // serve's variables name production brokers
 	fs.groupPrefix("Scenario invoicer", "scenario", "invoices", "partner-schema", "timeout")
 	c.log.define(fs)
 }
@@ -65,6 +66,7 @@ type demoOptions struct {
 	keep       bool
 	sabotage   string
 	amqpURL    string
+	external   demoExternal    // brokers given by flags instead of txinbox-brokers
 	invoicer   invoicerOptions // --scenario invoicer (demo_invoicer.go)
 }
 
@@ -101,6 +103,7 @@ func (o *demoOptions) define(fs *flag.FlagSet, env *Env) {
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary SQLite directory")
 	fs.StringVar(&o.amqpURL, "amqp-url", defaultAMQPURL, "RabbitMQ broker of --source rabbitmq")
+	o.external.register(fs)
 	fs.StringVar(&o.sabotage, "sabotage", "", "break the consumer on purpose, to see the checker fail: "+
 		sabotageDeliveryKey+" (key on the delivery, not the message) or "+sabotageAckFirst+" (ack before the commit); "+
 		"with --scenario invoicer: fresh-message-id, lost-receipts (the control) or partner-without-inbox")

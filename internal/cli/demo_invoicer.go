@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
-	"github.com/txinbox/txinbox/internal/invoicer"
+	"github.com/txinbox/txinbox/examples/invoicer/invoicer"
+	"github.com/txinbox/txinbox/internal/brokers"
 )
 
 // `txinbox demo --scenario invoicer`: the seed's EDI invoicer end to end.
@@ -222,15 +222,15 @@ func (d *invoicerDemo) execute(ctx context.Context) (*invoicerSummary, error) {
 	defer d.sender.close()
 	defer d.partner.close()
 	stream := d.plan()
-	cluster, err := d.startKafka(ctx, stream)
+	stopKafka, err := d.startKafka(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	defer cluster.Close()
+	defer stopKafka()
 	if d.addr, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	d.sum = &invoicerSummary{Scenario: "invoicer", Sabotage: d.o.sabotage, DB: d.sender.kind, Where: d.sender.where + ", kfake, AS4 partner at " + d.addr,
+	d.sum = &invoicerSummary{Scenario: "invoicer", Sabotage: d.o.sabotage, DB: d.sender.kind, Where: d.sender.where + ", Kafka at " + d.seeds + ", AS4 partner at " + d.addr,
 		Run: d.run, Invoices: len(d.events), Published: len(stream), Resent: len(stream) - len(d.events),
 		CrashPoints: map[string]int{}}
 	d.planCrashes()
@@ -353,23 +353,37 @@ func (d *invoicerDemo) plan() []int {
 	return stream
 }
 
-// startKafka starts a one-broker kfake cluster in this process and
-// publishes the stream, the event id in the message-id header.
-func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (*kfake.Cluster, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("starting the kfake cluster: %w", err)
+// startKafka starts a one-broker kfake cluster in a txinbox-brokers child
+// process (unless --kafka-brokers names a cluster) and publishes the
+// stream, the event id in the message-id header. stop ends the cluster.
+func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (stop func(), err error) {
+	stop = func() {}
+	if seeds := d.o.external.kafkaSeeds(); len(seeds) > 0 {
+		d.seeds = seeds[0]
+	} else {
+		r, err := startDemoBrokers(ctx, d.env, brokers.Options{Kafka: 1})
+		if err != nil {
+			return nil, err
+		}
+		d.seeds, stop = r.KafkaSeeds[0], func() { r.Stop() } //nolint:errcheck // best effort at the end
 	}
-	d.seeds, d.topic = cluster.ListenAddrs()[0], "invoices-"+d.run
+	d.topic = "invoices-" + d.run
+	if err := d.publishKafka(ctx, stream); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// publishKafka creates the run's topic and publishes the stream to it.
+func (d *invoicerDemo) publishKafka(ctx context.Context, stream []int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(d.seeds))
 	if err != nil {
-		cluster.Close()
-		return nil, err
+		return err
 	}
 	defer cl.Close()
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, -1, nil, d.topic); err != nil {
-		cluster.Close()
-		return nil, fmt.Errorf("creating topic %s: %w", d.topic, err)
+		return fmt.Errorf("creating topic %s: %w", d.topic, err)
 	}
 	recs := make([]*kgo.Record, len(stream))
 	for i, e := range stream {
@@ -378,10 +392,9 @@ func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (*kfake.Clu
 			Headers: []kgo.RecordHeader{{Key: invoicerKafkaHeader, Value: []byte(ev.id)}}}
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		cluster.Close()
-		return nil, fmt.Errorf("publishing to %s: %w", d.topic, err)
+		return fmt.Errorf("publishing to %s: %w", d.topic, err)
 	}
-	return cluster, nil
+	return nil
 }
 
 // freeAddr picks a local port for the partner endpoint; every restart of

@@ -5,20 +5,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/brokers"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 )
 
-// The Kafka demo: the parent process runs an embedded kfake cluster of
-// three brokers, publishes the plan to a topic (re-sends at new offsets,
+// The Kafka demo: the parent process starts a kfake cluster of three
+// brokers in a txinbox-brokers child process (or uses --kafka-brokers),
+// publishes the plan to a topic (re-sends at new offsets,
 // with the event id in the message-id header) and runs consumer child
 // processes ("demo-consumer-kafka") of one consumer group, one at a time,
 // SIGKILLing them at the demo's crash points. A child reports each
@@ -37,10 +39,10 @@ const (
 	demoKafkaSession = 600 * time.Millisecond
 )
 
-// kafkaBroker is the demo's embedded kfake cluster and the run's topic; the
-// queue demo runner (runQueueDemo) drives it like the other brokers.
+// kafkaBroker is the demo's Kafka cluster and the run's topic; the queue
+// demo runner (runQueueDemo) drives it like the other brokers.
 type kafkaBroker struct {
-	cluster *kfake.Cluster
+	brokers *brokers.Running // nil with --kafka-brokers
 	seeds   []string
 	topic   string
 	cl      *kgo.Client
@@ -50,20 +52,27 @@ type kafkaBroker struct {
 var _ queueBroker = (*kafkaBroker)(nil)
 
 func runDemoKafka(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {
-	return runQueueDemo(ctx, env, o, startKafkaDemo)
+	return runQueueDemo(ctx, env, o, func(ctx context.Context, run string) (queueBroker, error) {
+		return startKafkaDemo(ctx, env, o.external, run)
+	})
 }
 
-// startKafkaDemo starts three kfake brokers and creates a topic for the
-// run: the partitions' watermarks in the inbox database belong to their
-// topic, and a new cluster's offsets start at 0.
-func startKafkaDemo(ctx context.Context, run string) (queueBroker, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("starting the kfake cluster: %w", err)
+// startKafkaDemo starts three kfake brokers (unless --kafka-brokers names
+// a cluster) and creates a topic for the run: the partitions' watermarks in
+// the inbox database belong to their topic, and a new cluster's offsets
+// start at 0.
+func startKafkaDemo(ctx context.Context, env *Env, ext demoExternal, run string) (queueBroker, error) {
+	b := &kafkaBroker{seeds: ext.kafkaSeeds(), topic: "invoices-" + run}
+	if len(b.seeds) == 0 {
+		r, err := startDemoBrokers(ctx, env, brokers.Options{Kafka: 3})
+		if err != nil {
+			return nil, err
+		}
+		b.brokers, b.seeds = r, r.KafkaSeeds
 	}
-	b := &kafkaBroker{cluster: cluster, seeds: cluster.ListenAddrs(), topic: "invoices-" + run}
+	var err error
 	if b.cl, err = kgo.NewClient(kgo.SeedBrokers(b.seeds...)); err != nil {
-		cluster.Close()
+		b.stopBrokers()
 		return nil, err
 	}
 	b.adm = kadm.NewClient(b.cl)
@@ -74,11 +83,22 @@ func startKafkaDemo(ctx context.Context, run string) (queueBroker, error) {
 	return b, nil
 }
 
-func (b *kafkaBroker) where() string { return "kfake 3 brokers" }
+func (b *kafkaBroker) where() string {
+	if b.brokers != nil {
+		return "kfake 3 brokers"
+	}
+	return "Kafka at " + strings.Join(b.seeds, ",")
+}
 
 func (b *kafkaBroker) close() {
 	b.cl.Close()
-	b.cluster.Close()
+	b.stopBrokers()
+}
+
+func (b *kafkaBroker) stopBrokers() {
+	if b.brokers != nil {
+		b.brokers.Stop() //nolint:errcheck // best effort at the end
+	}
 }
 
 func (b *kafkaBroker) childArgs() []string {

@@ -5,21 +5,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/brokers"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/store"
 )
 
-// The NATS JetStream demo: the parent runs nats-server embedded (JetStream
-// in a temporary directory) and publishes the plan to a stream of the run.
+// The NATS JetStream demo: the parent starts nats-server with JetStream in
+// a txinbox-brokers child process (or uses --nats-url) and publishes the plan to a stream of the run.
 // The event id travels in the header "message-id" rather than Nats-Msg-Id:
 // JetStream would drop a re-send within its two-minute deduplication
 // window, and the demo shows the inbox catching re-sends at any distance.
@@ -37,35 +36,31 @@ const (
 )
 
 func runDemoNATS(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {
-	return runQueueDemo(ctx, env, o, startNATSDemo)
+	return runQueueDemo(ctx, env, o, func(ctx context.Context, run string) (queueBroker, error) {
+		return startNATSDemo(ctx, env, o.external.nats, run)
+	})
 }
 
-// natsDemo is the embedded server and the run's stream.
+// natsDemo is the server and the run's stream.
 type natsDemo struct {
-	srv    *server.Server
-	dir    string
-	nc     *nats.Conn
-	js     natsjs.JetStream
-	stream string
+	brokers *brokers.Running // nil with --nats-url
+	url     string
+	nc      *nats.Conn
+	js      natsjs.JetStream
+	stream  string
 }
 
-func startNATSDemo(ctx context.Context, run string) (queueBroker, error) {
-	dir, err := os.MkdirTemp("", "txinbox-demo-nats-")
-	if err != nil {
-		return nil, err
+func startNATSDemo(ctx context.Context, env *Env, url, run string) (queueBroker, error) {
+	b := &natsDemo{url: url, stream: "INVOICES_" + run}
+	if url == "" {
+		r, err := startDemoBrokers(ctx, env, brokers.Options{NATS: true})
+		if err != nil {
+			return nil, err
+		}
+		b.brokers, b.url = r, r.NATSURL
 	}
-	b := &natsDemo{dir: dir, stream: "INVOICES_" + run}
-	b.srv, err = server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting nats-server: %w", err)
-	}
-	go b.srv.Start()
-	if !b.srv.ReadyForConnections(10 * time.Second) {
-		b.close()
-		return nil, fmt.Errorf("nats-server not ready in 10s")
-	}
-	if b.nc, err = nats.Connect(b.srv.ClientURL()); err == nil {
+	var err error
+	if b.nc, err = nats.Connect(b.url); err == nil {
 		b.js, err = natsjs.New(b.nc)
 	}
 	if err == nil {
@@ -73,22 +68,27 @@ func startNATSDemo(ctx context.Context, run string) (queueBroker, error) {
 	}
 	if err != nil {
 		b.close()
-		return nil, fmt.Errorf("creating stream %s: %w", b.stream, err)
+		return nil, fmt.Errorf("creating stream %s on %s: %w", b.stream, b.url, err)
 	}
 	return b, nil
 }
 
 func (b *natsDemo) subject() string { return "invoices." + b.stream }
 
-func (b *natsDemo) where() string { return "nats-server " + server.VERSION + " embedded (JetStream)" }
+func (b *natsDemo) where() string {
+	if b.brokers != nil {
+		return "nats-server " + b.brokers.NATSVersion + " (JetStream)"
+	}
+	return "NATS JetStream at " + b.url
+}
 
 func (b *natsDemo) close() {
 	if b.nc != nil {
 		b.nc.Close()
 	}
-	b.srv.Shutdown()
-	b.srv.WaitForShutdown()
-	os.RemoveAll(b.dir)
+	if b.brokers != nil {
+		b.brokers.Stop() //nolint:errcheck // best effort at the end
+	}
 }
 
 func (b *natsDemo) publish(ctx context.Context, ids, payloads []string, stream []int) error {
@@ -131,7 +131,7 @@ func (b *natsDemo) pending(ctx context.Context) (int, bool, error) {
 }
 
 func (b *natsDemo) childArgs() []string {
-	return []string{"demo-consumer-nats", "--url", b.srv.ClientURL(), "--stream", b.stream}
+	return []string{"demo-consumer-nats", "--url", b.url, "--stream", b.stream}
 }
 
 // runDemoConsumerNATS is the hidden child command: one consumer of the

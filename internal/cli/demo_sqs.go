@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/brokers"
 	"github.com/txinbox/txinbox/source/sqs"
-	"github.com/txinbox/txinbox/source/sqs/sqsfake"
 	"github.com/txinbox/txinbox/store"
 )
 
-// The SQS demo: the parent runs the in-repo SQS fake (sqsfake, the JSON
-// protocol of the AWS SDK) on a loopback port and sends the plan to a
+// The SQS demo: the parent starts the in-repo SQS fake (sqsfake, the JSON
+// protocol of the AWS SDK) in a txinbox-brokers child process (or uses
+// --sqs-endpoint) and sends the plan to a
 // queue of the run, with the event id in the message attribute
 // "message-id" (every send gets a new MessageId, so re-sends need a key of
 // the producer's).
@@ -27,23 +28,33 @@ func init() {
 }
 
 func runDemoSQS(ctx context.Context, env *Env, o demoOptions) (*demoSummary, error) {
-	return runQueueDemo(ctx, env, o, startSQSDemo)
+	return runQueueDemo(ctx, env, o, func(ctx context.Context, run string) (queueBroker, error) {
+		return startSQSDemo(ctx, env, o.external.sqs, run)
+	})
 }
 
-// sqsDemo is the fake and the run's queue.
+// sqsDemo is the endpoint and the run's queue.
 type sqsDemo struct {
-	fake     *sqsfake.Server
+	brokers  *brokers.Running // nil with --sqs-endpoint
+	endpoint string
 	cl       *awssqs.Client
 	queueURL string
 }
 
 func sqsDemoClient(endpoint string) *awssqs.Client {
-	return awssqs.New(awssqs.Options{BaseEndpoint: aws.String(endpoint), Region: "us-east-1", Credentials: sqsfake.Credentials})
+	return awssqs.New(awssqs.Options{BaseEndpoint: aws.String(endpoint), Region: "us-east-1", Credentials: brokers.SQSCredentials})
 }
 
-func startSQSDemo(ctx context.Context, run string) (queueBroker, error) {
-	b := &sqsDemo{fake: sqsfake.NewServer()}
-	b.cl = sqsDemoClient(b.fake.URL())
+func startSQSDemo(ctx context.Context, env *Env, endpoint, run string) (queueBroker, error) {
+	b := &sqsDemo{endpoint: endpoint}
+	if endpoint == "" {
+		r, err := startDemoBrokers(ctx, env, brokers.Options{SQS: true})
+		if err != nil {
+			return nil, err
+		}
+		b.brokers, b.endpoint = r, r.SQSEndpoint
+	}
+	b.cl = sqsDemoClient(b.endpoint)
 	out, err := b.cl.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("invoices-" + run),
 		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(demoAckWait.Seconds()))}})
 	if err != nil {
@@ -54,9 +65,18 @@ func startSQSDemo(ctx context.Context, run string) (queueBroker, error) {
 	return b, nil
 }
 
-func (b *sqsDemo) where() string { return "SQS fake on " + b.fake.URL() }
+func (b *sqsDemo) where() string {
+	if b.brokers != nil {
+		return "SQS fake on " + b.endpoint
+	}
+	return "SQS at " + b.endpoint
+}
 
-func (b *sqsDemo) close() { b.fake.Close() }
+func (b *sqsDemo) close() {
+	if b.brokers != nil {
+		b.brokers.Stop() //nolint:errcheck // best effort at the end
+	}
+}
 
 func (b *sqsDemo) publish(ctx context.Context, ids, payloads []string, stream []int) error {
 	for start := 0; start < len(stream); start += 10 {
@@ -97,7 +117,7 @@ func (b *sqsDemo) pending(ctx context.Context) (int, bool, error) {
 }
 
 func (b *sqsDemo) childArgs() []string {
-	return []string{"demo-consumer-sqs", "--endpoint", b.fake.URL(), "--queue-url", b.queueURL}
+	return []string{"demo-consumer-sqs", "--endpoint", b.endpoint, "--queue-url", b.queueURL}
 }
 
 // runDemoConsumerSQS is the hidden child command: one consumer of the

@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/txinbox/txinbox/internal/brokers"
 )
 
 func TestDemoSQSSQLite(t *testing.T) {
@@ -30,5 +34,24 @@ func TestDemoSQSText(t *testing.T) {
 	_, errs, code = runBin(t, "demo", "--source", "sqs", "--sabotage", "ack-first", "--db", filepath.Join(t.TempDir(), "a.db"))
 	if code == 0 || !strings.Contains(errs, "not available with --source sqs") {
 		t.Errorf("--sabotage ack-first with sqs: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestDemoSQSExternalEndpoint: with --sqs-endpoint the demo uses the
+// endpoint given, not a txinbox-brokers child of its own.
+func TestDemoSQSExternalEndpoint(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	endpoint, stop, err := brokers.StartSQS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r := runDemoJSON(t, 0, "--source", "sqs", "--sqs-endpoint", endpoint, "--db", filepath.Join(t.TempDir(), "demo.db"),
+		"--messages", "200", "--duplicates", "0.2", "--crashes", "3")
+	checkQueueExactlyOnce(t, r, 200, 3)
+	if !strings.Contains(r.Where, "SQS at "+endpoint) {
+		t.Errorf("where = %q, want the endpoint given, %s", r.Where, endpoint)
 	}
 }

@@ -28,18 +28,27 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	txinboxBin = filepath.Join(dir, "txinbox")
-	build := exec.Command("go", "build", "-race", "-o", txinboxBin, "github.com/txinbox/txinbox/cmd/txinbox")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building txinbox:", err)
-		os.Exit(1)
+	// txinbox-brokers next to txinbox, where the demos look first; the
+	// in-process commands (bench) find it through TXINBOX_BROKERS_BIN. Built
+	// once here, not by every demo (internal/brokers tests that path).
+	brokersBin := filepath.Join(dir, "txinbox-brokers")
+	for _, b := range [][]string{{"-race", "-o", txinboxBin, "./cmd/txinbox"}, {"-o", brokersBin, "./cmd/txinbox-brokers"}} {
+		build := exec.Command("go", append([]string{"build"}, b...)...)
+		build.Dir = filepath.Join("..", "..")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b[len(b)-1]+":", err)
+			os.Exit(1)
+		}
 	}
+	os.Setenv("TXINBOX_BROKERS_BIN", brokersBin)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 type demoResult struct {
+	Where             string         `json:"where"`
 	Published         int            `json:"published"`
 	Unique            int            `json:"unique"`
 	DuplicatesSkipped int            `json:"duplicates_skipped"`

@@ -17,6 +17,8 @@ type flagSet struct {
 	*flag.FlagSet
 	groups   []*flagGroup
 	required []string
+	// local are the flags no TXINBOX_* variable sets (noEnv).
+	local map[string]bool
 }
 
 // flagGroup is one topic of a command's help: its flags, by name.
@@ -161,6 +163,18 @@ func (fs *flagSet) endedFlags(consumed []string) bool {
 	return false
 }
 
+// noEnv exempts flags from the TXINBOX_* variables: a command line value
+// only (the demo's broker flags, whose variables name serve's production
+// brokers).
+func (fs *flagSet) noEnv(names ...string) {
+	if fs.local == nil {
+		fs.local = map[string]bool{}
+	}
+	for _, n := range names {
+		fs.local[n] = true
+	}
+}
+
 // fromEnv sets the flags not set yet from their environment variables.
 func (fs *flagSet) fromEnv(getenv func(string) string) error {
 	if getenv == nil {
@@ -171,7 +185,7 @@ func (fs *flagSet) fromEnv(getenv func(string) string) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := getenv(envName(f.Name))
-		if set[f.Name] || v == "" || err != nil {
+		if set[f.Name] || fs.local[f.Name] || v == "" || err != nil {
 			return
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {

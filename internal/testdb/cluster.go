@@ -41,57 +41,22 @@ type Cluster struct {
 // are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	bin := DefaultPGBin
-	if b := os.Getenv("TXINBOX_PG_BIN"); b != "" {
-		bin = b
-	}
-	unavailable := func(msg string) {
-		t.Helper()
-		msg = "private PostgreSQL cluster unavailable: " + msg
+	dir := t.TempDir()
+	// t.TempDir's parent is private to root: postgres must pass through.
+	c, err := initCluster(dir, filepath.Dir(dir), dir)
+	var u *unavailableError
+	if errors.As(err, &u) {
+		msg := "private PostgreSQL cluster unavailable: " + err.Error()
 		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			unavailable(fmt.Sprintf("%v (install postgresql-15 or set TXINBOX_PG_BIN)", err))
-		}
-	}
-	c := &Cluster{bin: bin}
-	dir := t.TempDir()
-	c.data = filepath.Join(dir, "data")
-	if err := os.Mkdir(c.data, 0o700); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	if os.Geteuid() == 0 {
-		if _, err := exec.LookPath("su"); err != nil {
-			unavailable("running as root and su is missing: " + err.Error())
-		}
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			unavailable("running as root and there is no postgres user: " + err.Error())
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		// t.TempDir's parent is private to root: let postgres through.
-		for _, d := range []string{filepath.Dir(dir), dir} {
-			if err := os.Chmod(d, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.Chown(c.data, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		c.asPostgres = true
-	}
-	if err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--no-locale", "-E", "UTF8", "-N"); err != nil {
-		t.Fatal(err)
-	}
-	// The log lives in the data directory: postgres can write there.
-	c.log = filepath.Join(c.data, "server.log")
 	t.Cleanup(func() {
-		if err := c.run("pg_ctl", "-D", c.data, "-w", "stop", "-m", "immediate"); err != nil {
+		if err := c.Stop("immediate"); err != nil {
 			t.Logf("stopping the private cluster: %v", err)
 		}
 		if t.Failed() {
@@ -100,20 +65,91 @@ func StartCluster(t testing.TB) *Cluster {
 			}
 		}
 	})
-	// The port is free when picked but may be taken before the server
-	// binds it: try a few.
+	if err := c.startOnFreePort(50); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// unavailableError says why this machine cannot run a private cluster.
+type unavailableError struct{ reason string }
+
+func (e *unavailableError) Error() string { return e.reason }
+
+// pgBin is the directory of the server binaries.
+func pgBin() string {
+	if b := os.Getenv("TXINBOX_PG_BIN"); b != "" {
+		return b
+	}
+	return DefaultPGBin
+}
+
+// initCluster runs initdb for a cluster whose data directory is dir/data
+// (owned by postgres when we are root, who must pass through the
+// directories open, made 0711). It does not start it.
+func initCluster(dir string, open ...string) (*Cluster, error) {
+	bin := pgBin()
+	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			return nil, &unavailableError{fmt.Sprintf("%v (install postgresql-15 or set TXINBOX_PG_BIN)", err)}
+		}
+	}
+	c := &Cluster{bin: bin, data: filepath.Join(dir, "data")}
+	// The log lives in the data directory: postgres can write there.
+	c.log = filepath.Join(c.data, "server.log")
+	if err := os.Mkdir(c.data, 0o700); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() == 0 {
+		if err := c.runAsPostgres(open); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--no-locale", "-E", "UTF8", "-N"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// runAsPostgres prepares running the binaries through su postgres: initdb
+// and the server refuse to run as root.
+func (c *Cluster) runAsPostgres(open []string) error {
+	if _, err := exec.LookPath("su"); err != nil {
+		return &unavailableError{"running as root and su is missing: " + err.Error()}
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return &unavailableError{"running as root and there is no postgres user: " + err.Error()}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, d := range open {
+		if err := os.Chmod(d, 0o711); err != nil {
+			return err
+		}
+	}
+	if err := os.Chown(c.data, uid, gid); err != nil {
+		return err
+	}
+	c.asPostgres = true
+	return nil
+}
+
+// startOnFreePort starts the server on a free loopback port. The port is
+// free when picked but may be taken before the server binds it: it tries
+// a few.
+func (c *Cluster) startOnFreePort(maxConns int) error {
 	var err error
 	for range 3 {
 		if c.port, err = freePort(); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=50", c.port)
+		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=%d", c.port, maxConns)
 		if err = c.Start(); err == nil {
-			return c
+			return nil
 		}
 	}
-	t.Fatal(err)
-	return nil
+	return err
 }
 
 // URL is the cluster's DSN.

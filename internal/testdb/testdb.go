@@ -1,30 +1,58 @@
 // Package testdb gives tests a real PostgreSQL: the DSN from
-// TXINBOX_TEST_DATABASE_URL (default: the cluster .ci/start-postgres
-// starts), a fresh schema per test, and a skip with the reason when no
-// server answers, except under TXINBOX_REQUIRE_DB=1 (set by CI), where a
-// missing server fails the test.
+// TXINBOX_TEST_DATABASE_URL; else the cluster .ci/start-postgres starts, if
+// it answers; else a throwaway cluster that the test processes of a run
+// share, started from the PostgreSQL server binaries when they are
+// installed (see shared.go). Each test gets a fresh schema, and a skip
+// with the reason when no server can be had, except under
+// TXINBOX_REQUIRE_DB=1 (set by CI), where a missing server fails the test.
 package testdb
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultURL is the cluster that .ci/start-postgres starts.
 const DefaultURL = "postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable"
 
-// URL returns the test database URL.
+// resolved is the test database this process uses, found once.
+var resolved struct {
+	once sync.Once
+	url  string
+	// noShared says why no shared cluster could be started, when none
+	// was.
+	noShared error
+}
+
+// URL returns the test database URL: TXINBOX_TEST_DATABASE_URL, else
+// DefaultURL when a server answers there, else the shared throwaway
+// cluster (started on first use), else DefaultURL.
 func URL() string {
-	if u := os.Getenv("TXINBOX_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return DefaultURL
+	resolved.once.Do(func() {
+		resolved.url = DefaultURL
+		if u := os.Getenv("TXINBOX_TEST_DATABASE_URL"); u != "" {
+			resolved.url = u
+			return
+		}
+		if ping(DefaultURL) == nil {
+			return
+		}
+		if u, err := sharedURL(); err == nil {
+			resolved.url = u
+		} else {
+			resolved.noShared = err
+		}
+	})
+	return resolved.url
 }
 
 // Require returns a pool on the test database, or skips (fails under
@@ -41,7 +69,11 @@ func Require(t testing.TB) *pgxpool.Pool {
 		if pool != nil {
 			pool.Close()
 		}
-		msg := "PostgreSQL not reachable at " + URL() + " (set TXINBOX_TEST_DATABASE_URL or run .ci/start-postgres): " + err.Error()
+		msg := "no PostgreSQL (install postgresql-15, set TXINBOX_TEST_DATABASE_URL or run .ci/start-postgres): "
+		if resolved.noShared != nil {
+			msg += "no throwaway cluster: " + resolved.noShared.Error() + "; "
+		}
+		msg += URL() + ": " + err.Error()
 		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
 			t.Fatal(msg)
 		}
@@ -93,4 +125,30 @@ func openPool(t testing.TB, url, schema string, maxConns int32) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// ping connects to url once.
+func ping(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// Server returns the URL that URL resolves to, and an error when no server
+// answers there. The test runner (internal/cmd/testall) calls it once and
+// hands the URL to every test process, so that a shared throwaway cluster
+// lives for the whole run.
+func Server() (string, error) {
+	u := URL()
+	if err := ping(u); err != nil {
+		if resolved.noShared != nil {
+			err = fmt.Errorf("%w; no throwaway cluster: %v", err, resolved.noShared)
+		}
+		return u, err
+	}
+	return u, nil
 }

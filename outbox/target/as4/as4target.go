@@ -91,14 +91,11 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field string
-	Msg   string
+// configError is the package's configuration error: a
+// *txinbox.ConfigError (errors.As finds it) under the prefix "as4target: ".
+func configError(field, msg string) error {
+	return fmt.Errorf("as4target: %w", &txinbox.ConfigError{Field: field, Msg: msg})
 }
-
-// Error returns "as4target: invalid Config.Field: message".
-func (e *ConfigError) Error() string { return "as4target: invalid Config." + e.Field + ": " + e.Msg }
 
 // partner is a configured partner with its client.
 type partner struct {
@@ -115,23 +112,23 @@ type Target struct {
 
 var _ outbox.Target = (*Target)(nil)
 
-// New returns a Target for cfg; the error is a *ConfigError naming the
+// New returns a Target for cfg; the error wraps a *txinbox.ConfigError naming the
 // field.
 func New(cfg Config) (*Target, error) {
 	if cfg.MessageIDDomain == "" {
 		cfg.MessageIDDomain = "txinbox"
 	}
 	if err := as4client.CheckMessageIDDomain(cfg.MessageIDDomain); err != nil {
-		return nil, &ConfigError{Field: "MessageIDDomain", Msg: err.Error()}
+		return nil, configError("MessageIDDomain", err.Error())
 	}
 	switch {
 	case cfg.Timeout < 0:
-		return nil, &ConfigError{Field: "Timeout", Msg: "must not be negative"}
+		return nil, configError("Timeout", "must not be negative")
 	case cfg.MaxResponseBytes < 0:
-		return nil, &ConfigError{Field: "MaxResponseBytes", Msg: "must not be negative"}
+		return nil, configError("MaxResponseBytes", "must not be negative")
 	}
 	if len(cfg.Partners) == 0 {
-		return nil, &ConfigError{Field: "Partners", Msg: "at least one partner is required"}
+		return nil, configError("Partners", "at least one partner is required")
 	}
 	t := &Target{domain: cfg.MessageIDDomain, partners: make(map[string]*partner, len(cfg.Partners))}
 	names := make([]string, 0, len(cfg.Partners))
@@ -148,10 +145,10 @@ func New(cfg Config) (*Target, error) {
 		c, err := as4client.New(as4client.Config{URL: p.URL, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, Security: p.Security})
 		var ce *txinbox.ConfigError
 		if errors.As(err, &ce) {
-			return nil, &ConfigError{Field: field + "." + ce.Field, Msg: ce.Msg}
+			return nil, configError(field+"."+ce.Field, ce.Msg)
 		}
 		if err != nil {
-			return nil, &ConfigError{Field: field, Msg: err.Error()}
+			return nil, configError(field, err.Error())
 		}
 		t.partners[name] = &partner{Partner: p, client: c}
 	}
@@ -161,13 +158,13 @@ func New(cfg Config) (*Target, error) {
 func (p *Partner) validate(field string) error {
 	switch {
 	case p.Service == "":
-		return &ConfigError{Field: field + ".Service", Msg: "required"}
+		return configError(field+".Service", "required")
 	case p.Action == "":
-		return &ConfigError{Field: field + ".Action", Msg: "required"}
+		return configError(field+".Action", "required")
 	case len(p.From.IDs) == 0 || p.From.IDs[0].ID == "":
-		return &ConfigError{Field: field + ".From", Msg: "a PartyId is required"}
+		return configError(field+".From", "a PartyId is required")
 	case len(p.To.IDs) == 0 || p.To.IDs[0].ID == "":
-		return &ConfigError{Field: field + ".To", Msg: "a PartyId is required"}
+		return configError(field+".To", "a PartyId is required")
 	}
 	return nil
 }

@@ -285,7 +285,7 @@ func TestNewValidates(t *testing.T) {
 		{"Timeout", as4target.Config{Partners: with(func(*as4target.Partner) {}), Timeout: -time.Second}},
 	} {
 		_, err := as4target.New(tt.cfg)
-		var ce *as4target.ConfigError
+		var ce *txinbox.ConfigError
 		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, tt.field) {
 			t.Errorf("%s: error %v", tt.field, err)
 		}

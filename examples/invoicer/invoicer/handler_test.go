@@ -2,6 +2,7 @@ package invoicer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,16 +10,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/edi/edifact"
-	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -39,8 +42,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 var testConfig = Config{Sender: testSender, Partners: map[string]edifact.Party{"ACME": testRecipient}}
 
 func pgEnv(t *testing.T) *handlerEnv[pgx.Tx] {
-	admin := testdb.Require(t)
-	pool := testdb.PoolIn(t, testdb.NewSchema(t, admin), 12)
+	pool := schemaPool(t)
 	ctx := context.Background()
 	d, err := pgstore.New(pool, pgstore.Options{})
 	if err != nil {
@@ -298,3 +300,39 @@ func testConcurrent[TTx any](t *testing.T, env *handlerEnv[TTx]) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// schemaPool returns a pool on a fresh schema of the database at
+// $TXINBOX_TEST_DATABASE_URL (default: the server .ci/start-postgres
+// starts; go run ./internal/cmd/testall sets it), dropped at cleanup. It
+// skips when no server answers, except under TXINBOX_REQUIRE_DB=1.
+func schemaPool(t *testing.T) *pgxpool.Pool {
+	url := cmp.Or(os.Getenv("TXINBOX_TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable")
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = admin.Ping(ctx)
+	}
+	if err != nil {
+		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
+			t.Fatalf("PostgreSQL at %s: %v", url, err)
+		}
+		t.Skipf("no PostgreSQL at %s (set TXINBOX_TEST_DATABASE_URL): %v", url, err)
+	}
+	t.Cleanup(admin.Close)
+	schema := fmt.Sprintf("t_invoicer_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }) //nolint:errcheck // best effort
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
