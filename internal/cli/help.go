@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -75,6 +76,14 @@ func printHelp(w io.Writer, path string, c command, env *Env) {
 	if names := fs.names(); len(names) > 0 {
 		fmt.Fprintf(w, "\nEnvironment: every flag can be set as TXINBOX_ and its name in upper case with _ for -\n"+
 			"(--%s: %s); a flag on the command line wins.\n", names[0], envName(names[0]))
+		if len(fs.local) > 0 {
+			local := make([]string, 0, len(fs.local))
+			for n := range fs.local {
+				local = append(local, "--"+n)
+			}
+			sort.Strings(local)
+			fmt.Fprintf(w, "Except %s: command line only.\n", strings.Join(local, ", "))
+		}
 	}
 	printExitCodes(w, info.ExitCodes)
 }
