@@ -223,3 +223,20 @@ func FailureDrift(r FailureRow, stored []byte) (DriftRow, bool) {
 		StoredHash: stored, ReceivedHash: r.DeadLetter.PayloadHash, DetectedAt: r.FailedAt,
 	}, true
 }
+
+// CheckpointAdvancer is the optional Tx interface behind offsets as the
+// inbox (txinbox.Processor.ProcessOffsets): messages whose position in
+// their partition is their identity (a Kafka offset) write no inbox row;
+// the partition's checkpoint, moved in the same transaction as their
+// effects, says which are done.
+type CheckpointAdvancer interface {
+	// AdvanceCheckpoint moves the checkpoint of cp's partition from
+	// previous (-1: none saved yet) to cp.Position in this transaction.
+	// It reports false, and changes nothing, when the saved checkpoint is
+	// not previous: another consumer of the partition moved it. It locks
+	// the checkpoint until the transaction ends, so that two transactions
+	// of one partition run one after the other and the second finds the
+	// checkpoint moved; as a transaction's first statement it arms the
+	// commit guard, as Claim does.
+	AdvanceCheckpoint(ctx context.Context, cp Checkpoint, previous int64) (bool, error)
+}

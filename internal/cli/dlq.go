@@ -187,8 +187,14 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 			"stored_sha256": hex.EncodeToString(d.StoredHash), "received_sha256": hex.EncodeToString(d.ReceivedHash)})
 	}
 	out["drift"], out["state"] = drift, state
+	covered := false
+	if in.Inbox == nil && in.DeadLetter == nil {
+		if wmState, wm, known, processed := watermarkState(ctx, db, f.scope, in.MessageID); known {
+			out["state"], out["watermark"], covered = wmState, wm, processed
+		}
+	}
 	code = printJSON(env, out)
-	if in.Inbox == nil && in.Attempts == nil && in.DeadLetter == nil && len(in.Drift) == 0 {
+	if in.Inbox == nil && in.Attempts == nil && in.DeadLetter == nil && len(in.Drift) == 0 && !covered {
 		return ExitFailure // scripts can tell "nothing stored" apart
 	}
 	return code

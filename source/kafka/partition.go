@@ -80,7 +80,7 @@ func (c *Consumer[TTx]) batchSize() int {
 // acked as duplicates without a lookup. Records come at or below it only
 // when the client fetches again what was processed (an offset reset).
 func (c *Consumer[TTx]) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
-	if !c.offsetKeyed {
+	if !c.offsetKeyed && !isWatermarkKey(c.cfg.Key) {
 		return 0
 	}
 	c.mu.Lock()
@@ -112,8 +112,14 @@ func (c *Consumer[TTx]) processChunk(ctx context.Context, cl *kgo.Client, tp top
 	for i, r := range recs {
 		msgs[i], positions[i] = c.message(r), r.Offset
 	}
-	res, err := c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
-		Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+	var res []txinbox.Result
+	var err error
+	if isWatermarkKey(c.cfg.Key) {
+		res, err = c.processOffsets(ctx, tp, msgs, positions)
+	} else {
+		res, err = c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
+			Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+	}
 	if res == nil {
 		res = make([]txinbox.Result, len(recs)) // a usage error: nothing committed
 	}

@@ -12,6 +12,9 @@ import (
 type queries struct {
 	claim, claimClassify, lookup, drift, failures, deadLetter string
 	checkpoint, checkpoints                                   string
+	// advance moves a checkpoint from where the caller saw it
+	// (offsets.go).
+	advance string
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -117,6 +120,7 @@ INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
+	q.advance = advanceSQL(t)
 	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
 	// The partitioned claim inserts into the current period's partition
 	// only keys that no older partition holds. It runs after the

@@ -158,6 +158,9 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"HostileInputs", testHostileInputs[TTx]},
 		{"AnotherPayloadRecorded", testAnotherPayloadRecorded[TTx]},
 		{"OrderedAcrossBatches", testOrderedAcrossBatches[TTx]},
+		{"OffsetsAsTheInbox", testOffsets[TTx]},
+		{"OffsetsDeadLetterMovesPast", testOffsetsDeadLetter[TTx]},
+		{"OffsetsFenced", testOffsetsFenced[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
