@@ -160,3 +160,26 @@ func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benc
 	}
 	return r, err
 }
+
+// benchEffectSQL is the declarative scenario's effect: what a user of
+// serve --effect sql would write for the bench's effect row.
+const benchEffectSQL = "INSERT INTO effects (scope, message_id) VALUES ($1, $3)"
+
+// declarative is the processor with the effect given as SQL, as serve
+// --effect sql runs it: no Go handler of the user's.
+func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
+	p, err := txinbox.NewProcessor(be.driver, txinbox.Config[pgx.Tx]{
+		Scope:        "bench",
+		MaxBatchSize: be.o.batch,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler:      sourceHandler(effectSQL, []string{benchEffectSQL}, "", false, pgTxExec, "bench"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err := be.feedProcessor(ctx, "postgres", dup, be.o.conns, p.Process)
+	if r != nil {
+		r.Name = "txinbox-declarative"
+	}
+	return r, err
+}
