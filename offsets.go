@@ -62,6 +62,9 @@ func (p *Processor[TTx]) ProcessOffsets(ctx context.Context, msgs []*Message, cp
 	if len(cp.Positions) != len(msgs) {
 		return nil, cp.Saved, fmt.Errorf("txinbox: ProcessOffsets: %d positions for %d messages", len(cp.Positions), len(msgs))
 	}
+	if p.cfg.Effect != nil {
+		return nil, cp.Saved, errors.New("txinbox: ProcessOffsets: Config.Effect runs in the inbox's claim, which offsets as the inbox do not make: use a handler")
+	}
 	for i := 1; i < len(cp.Positions); i++ {
 		if cp.Positions[i] <= cp.Positions[i-1] {
 			return nil, cp.Saved, fmt.Errorf("txinbox: ProcessOffsets: positions not ascending at index %d (%d after %d)",

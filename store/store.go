@@ -240,3 +240,34 @@ type CheckpointAdvancer interface {
 	// commit guard, as Claim does.
 	AdvanceCheckpoint(ctx context.Context, cp Checkpoint, previous int64) (bool, error)
 }
+
+// EffectRow is a ClaimRow with what a declarative effect reads of its
+// message.
+type EffectRow struct {
+	ClaimRow
+	Payload []byte
+	// Headers are the message's headers as the effect's statements read
+	// them (Config.Effect.Headers); "" is NULL.
+	Headers string
+}
+
+// EffectClaimer is the optional Tx interface of declarative effects
+// (txinbox.Config.Effect): the effect's statements run in the claim's own
+// statement, over the rows it inserted.
+type EffectClaimer interface {
+	// ClaimWithEffect is Claim that also runs statements over the rows it
+	// inserts (none for a key it finds), in the same statement.
+	ClaimWithEffect(ctx context.Context, rows []EffectRow, statements []string) ([]ClaimResult, error)
+}
+
+// EffectCommitter is the optional Driver interface that runs a
+// declarative effect's claim in autocommit form: one statement, one round
+// trip, committed when it returns; a statement is atomic, so the inbox
+// rows, the effect and the checkpoint commit together or not at all. The
+// processor uses it when nothing else must commit with them.
+type EffectCommitter interface {
+	// CommitEffect runs ClaimWithEffect's statement on its own and saves
+	// cp in it when cp is not nil (a lower position than the saved one is
+	// ignored).
+	CommitEffect(ctx context.Context, rows []EffectRow, statements []string, cp *Checkpoint) ([]ClaimResult, error)
+}

@@ -249,6 +249,13 @@ func (be *benchEnv) startServe(seeds []string, topic, group string) (*serveChild
 		"--kafka-brokers", strings.Join(seeds, ","), "--kafka-topics", topic, "--kafka-group", group,
 		"--kafka-key", "header:"+demoKafkaHeader, "--kafka-scope", "bench", "--kafka-session-timeout", "6s",
 		"--effect", effectSQL, "--effect-sql", strings.Replace(benchEffectSQL, "effects", be.schema+".effects", 1), "--no-purge", "--accept-short-retention")
+	// The serve processes are configured by these flags alone: serve reads
+	// TXINBOX_* variables as flags (another source, another database).
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TXINBOX_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	c := &serveChild{cmd: cmd, done: make(chan struct{}), stderr: &syncWriter{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {

@@ -162,18 +162,15 @@ func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benc
 }
 
 // benchEffectSQL is the declarative scenario's effect: what a user of
-// serve --effect sql would write for the bench's effect row.
-const benchEffectSQL = "INSERT INTO effects (scope, message_id) VALUES ($1, $3)"
+// serve --effect sql writes for the bench's effect row, set-based.
+const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
 
 // declarative is the processor with the effect given as SQL, as serve
-// --effect sql runs it: no Go handler of the user's.
+// --effect sql runs it: joined to the claim's statement, no Go handler.
 func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
-	p, err := txinbox.NewProcessor(be.driver, txinbox.Config[pgx.Tx]{
-		Scope:        "bench",
-		MaxBatchSize: be.o.batch,
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Handler:      sourceHandler(effectSQL, []string{benchEffectSQL}, "", false, pgTxExec, "bench"),
-	})
+	cfg := withSourceEffect(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, effectSQL, []string{benchEffectSQL}, "", false, pgTxExec, "bench")
+	p, err := txinbox.NewProcessor(be.driver, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -292,8 +292,8 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
 	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
 		inbox: func(name, scope string) txinbox.Config[TTx] {
-			return txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard, r.inFlight}}, o.ops.hooks...),
-				Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)}
+			return withSourceEffect(txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard, r.inFlight}}, o.ops.hooks...)},
+				o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)
 		}})
 	if err != nil {
 		return fail(ExitUsage, err)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox/internal/schema"
@@ -15,6 +16,10 @@ type queries struct {
 	// advance moves a checkpoint from where the caller saw it
 	// (offsets.go).
 	advance string
+	// tables expands the declarative effects' claims, cached in effects
+	// by their statements (effect.go).
+	tables  schema.Tables
+	effects *sync.Map
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -44,6 +49,8 @@ const commitSQL = "SELECT set_config('txinbox.commit', 'on', true); COMMIT"
 
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
+		tables:     t,
+		effects:    new(sync.Map),
 		duplicates: new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other

@@ -204,6 +204,12 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	if err != nil {
 		return res, err
 	}
+	return t.afterClaim(ctx, res, scopes, ids)
+}
+
+// afterClaim chooses the next claim and looks up the keys the claim left
+// unanswered.
+func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, scopes, ids []string) ([]store.ClaimResult, error) {
 	if !t.layout.partitioned {
 		t.expectDuplicates(res)
 	}
@@ -351,7 +357,13 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 	if t.layout.partitioned {
 		lookup = t.q.lookupPartitioned
 	}
-	rs, err := t.tx.Query(ctx, lookup, lscopes, lids)
+	var querier interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	} = t.pool // after an autocommitted claim (CommitEffect)
+	if t.tx != nil {
+		querier = t.tx
+	}
+	rs, err := querier.Query(ctx, lookup, lscopes, lids)
 	if err != nil {
 		return err
 	}
