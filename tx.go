@@ -28,6 +28,12 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
+	// Should every message be acked, the batch saves its last position:
+	// the store may save it with the claim (one statement less).
+	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
+		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
+			Position: b.cp.Positions[len(b.cp.Positions)-1]})
+	}
 	claims, err := p.claim(ctx, tx, b.items)
 	if err != nil {
 		return err

@@ -271,3 +271,12 @@ type EffectCommitter interface {
 	// ignored).
 	CommitEffect(ctx context.Context, rows []EffectRow, statements []string, cp *Checkpoint) ([]ClaimResult, error)
 }
+
+// CheckpointPlanner is the optional Tx interface that saves a checkpoint
+// in the transaction's first statement rather than in one of its own: the
+// processor plans, before the claim, the checkpoint that the batch saves
+// if every message is acked (its optimistic pass), and SaveCheckpoint of
+// that same position then costs nothing.
+type CheckpointPlanner interface {
+	PlanCheckpoint(cp Checkpoint)
+}

@@ -307,13 +307,15 @@ func benchHash() []byte {
 
 // ceiling is PostgreSQL's own durable limit for the same rows: one
 // statement per batch claims the inbox rows and inserts the effect rows of
-// the new ones, committed on its own.
+// the new ones, committed on its own. It inserts in key order, as the
+// claim does: two batches sharing keys then wait for each other instead of
+// deadlocking.
 func (be *benchEnv) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
 	q := be.driver.Tables().Expand(`WITH m AS (
 	SELECT * FROM unnest($1::text[]) AS m(message_id)),
 ins AS (
 	INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
-	SELECT 'bench', m.message_id, 'bench', '', '', $2, now(), now() FROM m
+	SELECT 'bench', m.message_id, 'bench', '', '', $2, now(), now() FROM m ORDER BY m.message_id
 	ON CONFLICT (scope, message_id) DO NOTHING RETURNING message_id)
 INSERT INTO effects SELECT 'bench', message_id FROM ins`)
 	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
