@@ -124,18 +124,8 @@ func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*s
 		return nil, err
 	}
 	want := be.o.scaleRecords
-	rng := rand.New(rand.NewPCG(9, 9))
-	for k := range kills {
-		// Kill once a share of the backlog has drained, then wait for
-		// the group to settle with the replacement.
-		if err := be.awaitEffects(ctx, want*int64(k+1)/int64(kills+2), procs); err != nil {
-			return nil, err
-		}
-		i := rng.IntN(len(procs))
-		procs[i].kill()
-		if procs[i], err = be.startServe(seeds, topic, group); err != nil {
-			return nil, err
-		}
+	if err := be.killDuringDrain(ctx, seeds, topic, procs, kills); err != nil {
+		return nil, err
 	}
 	if err := be.awaitEffects(ctx, want, procs); err != nil {
 		return nil, err
@@ -147,6 +137,27 @@ func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*s
 	procs = nil
 	pt := &scalePoint{Processes: n, Records: want, Seconds: elapsed, MsgsPerSec: float64(want) / elapsed, Kills: kills}
 	return pt, be.countOnce(ctx, pt)
+}
+
+// killDuringDrain SIGKILLs a random process and starts a replacement,
+// kills times, each once a further share of the backlog has drained.
+func (be *benchEnv) killDuringDrain(ctx context.Context, seeds []string, topic string, procs []*serveChild, kills int) error {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for k := range kills {
+		if err := be.awaitEffects(ctx, be.o.scaleRecords*int64(k+1)/int64(kills+2), procs); err != nil {
+			return err
+		}
+		i := rng.IntN(len(procs))
+		procs[i].kill()
+		// The group is named after the topic; on an error procs[i] is
+		// nil, which the caller's cleanup skips.
+		p, err := be.startServe(seeds, topic, topic)
+		procs[i] = p
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchProduceBacklog fills topic with records keyed by a message-id
