@@ -222,6 +222,10 @@ func runForget(ctx context.Context, env *Env, args []string) int {
 		return ExitFailure
 	case !ok:
 		fmt.Fprintf(env.Stderr, "txinbox forget: nothing stored for %q in scope %q\n", key.MessageID, key.Scope)
+		if state, _, known, _ := watermarkState(ctx, db, key.Scope, key.MessageID); known {
+			fmt.Fprintf(env.Stderr, "txinbox forget: with offsets as the inbox there is no row to forget: %s; "+
+				"to process it again, move the group's offset and the watermark (txinbox_checkpoints) back\n", state)
+		}
 		return ExitFailure
 	}
 	fmt.Fprintf(env.Stdout, "forgot %q in scope %q: its next delivery will be processed again (audited: %s)\n", key.MessageID, key.Scope, reason)

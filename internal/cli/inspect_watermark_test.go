@@ -14,7 +14,8 @@ import (
 
 // TestInspectOffsetWatermark: with offsets as the inbox no inbox row is
 // kept, and inspect says what the partition watermark tells of an offset
-// key: processed at or below it, not yet past it.
+// key: processed at or below it, not yet past it; forget says why it
+// cannot re-admit one.
 func TestInspectOffsetWatermark(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "inbox.db")
 	if _, errs, code := run(t, "migrate", "--db", db); code != 0 {
@@ -51,5 +52,9 @@ func TestInspectOffsetWatermark(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("inspect %s: exit %d, %q %q; want %d and %q", tc.id, code, out, errs, tc.code, tc.want)
 		}
+	}
+	_, errs, code := run(t, "forget", "--db", db, "--scope", "kafka", "--reason", "test", "invoices/3/2")
+	if code != 1 || !strings.Contains(errs, "no row to forget: processed (covered by the partition watermark 4") {
+		t.Errorf("forget of a record under the watermark: exit %d, %q", code, errs)
 	}
 }
