@@ -169,7 +169,7 @@ const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, me
 // --effect sql runs it: joined to the claim's statement, no Go handler.
 func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
 	cfg := withSourceEffect(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, effectSQL, []string{benchEffectSQL}, "", false, pgTxExec, "bench")
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, effectSQL, []string{benchEffectSQL}, "", false, true, pgTxExec, "bench")
 	p, err := txinbox.NewProcessor(be.driver, cfg)
 	if err != nil {
 		return nil, err

@@ -290,10 +290,11 @@ func serveWith[TTx any](ctx context.Context, env *Env, o *serveOptions, db *inbo
 		o.ops.scopes = append(o.ops.scopes, scopeRetention{o.Scope, o.as4Retention})
 	}
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
+	joinEffect := effectJoinable(ctx, db)
 	srcs, err := buildSources(&o.sources, sourceEnv[TTx]{driver: driver, logger: logger, getenv: env.Getenv,
 		inbox: func(name, scope string) txinbox.Config[TTx] {
 			return withSourceEffect(txinbox.Config[TTx]{Scope: scope, Logger: logger, Hooks: append([]txinbox.Hook{drainHook{hard, r.inFlight}}, o.ops.hooks...)},
-				o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, name)
+				o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, joinEffect, exec, name)
 		}})
 	if err != nil {
 		return fail(ExitUsage, err)

@@ -104,7 +104,10 @@ func validateEffect(mode string, stmts []string) error {
 // checkStatements prepares each statement once at start, so that a typo
 // fails serve now rather than every message later.
 func checkStatements(ctx context.Context, db *inboxDB, stmts []string) error {
-	if db.pg != nil && setBased(stmts) {
+	if setBased(stmts) {
+		if !effectJoinable(ctx, db) {
+			return fmt.Errorf("--effect-sql statements that read new_messages need PostgreSQL with an unpartitioned inbox (%s)", db.where)
+		}
 		if err := db.pg.CheckEffect(ctx, stmts); err != nil {
 			return fmt.Errorf("--effect-sql: %w", err)
 		}
@@ -289,18 +292,30 @@ func setBased(stmts []string) bool {
 const contentTypeSQL = `coalesce((SELECT h->>'value' FROM jsonb_array_elements(headers) h
     WHERE lower(h->>'key') IN ('content-type', 'content_type') LIMIT 1), '')`
 
+// effectJoinable reports whether the inbox can run an effect in the
+// claim's statement: PostgreSQL, not partitioned.
+func effectJoinable(ctx context.Context, db *inboxDB) bool {
+	if db.pg == nil {
+		return false
+	}
+	partitioned, err := db.pg.Partitioned(ctx)
+	return err == nil && !partitioned
+}
+
 // withSourceEffect gives cfg the configured effect of a broker source:
 // joined to the claim's statement (txinbox.Config.Effect: one round trip
-// per batch) on PostgreSQL for --effect outbox and for set-based
-// --effect-sql statements, else a handler per message (sourceHandler).
-func withSourceEffect[TTx any](cfg txinbox.Config[TTx], mode string, stmts []string, outbox string, outboxHeaders bool,
+// per batch) when join (effectJoinable) for --effect outbox and for
+// set-based --effect-sql statements, else a handler per message
+// (sourceHandler).
+func withSourceEffect[TTx any](cfg txinbox.Config[TTx], mode string, stmts []string, outbox string, outboxHeaders, join bool,
 	exec txExecFunc[TTx], name string) txinbox.Config[TTx] {
 	_, pg := any(cfg).(txinbox.Config[pgx.Tx])
+	join = join && pg
 	headers := func(m *txinbox.Message) (string, error) { return headersJSON(m) }
 	switch {
-	case pg && mode == effectSQL && setBased(stmts):
+	case join && mode == effectSQL && setBased(stmts):
 		cfg.Effect = &txinbox.Effect{Statements: stmts, Headers: headers}
-	case pg && mode == effectOutbox:
+	case join && mode == effectOutbox:
 		cols, vals := "scope, message_id, part, source, content_type, payload", "scope, message_id, 0, '"+name+"', "+contentTypeSQL+", payload"
 		if outboxHeaders {
 			cols, vals = cols+", headers", vals+", headers"
