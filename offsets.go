@@ -124,15 +124,7 @@ func (p *Processor[TTx]) processOffsetBatch(ctx context.Context, ob *offsetBatch
 			end(err)
 		}
 	}()
-	now := p.cfg.Now()
-	for _, m := range ob.msgs {
-		if m.Scope == "" {
-			m.Scope = p.cfg.Scope
-		}
-		if m.ReceivedAt.IsZero() {
-			m.ReceivedAt = now
-		}
-	}
+	p.fillDefaults(ob.msgs)
 	info := BatchInfo{Size: len(ob.msgs)}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -159,6 +151,20 @@ func (p *Processor[TTx]) processOffsetBatch(ctx context.Context, ob *offsetBatch
 		}
 	}
 	return acked, nil
+}
+
+// fillDefaults fills in the Scope and ReceivedAt of messages that lack
+// them, as prepare does.
+func (p *Processor[TTx]) fillDefaults(msgs []*Message) {
+	now := p.cfg.Now()
+	for _, m := range msgs {
+		if m.Scope == "" {
+			m.Scope = p.cfg.Scope
+		}
+		if m.ReceivedAt.IsZero() {
+			m.ReceivedAt = now
+		}
+	}
 }
 
 // offsetOutcomes sets the results of a committed batch. The culprit's

@@ -28,12 +28,7 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
-	// Should every message be acked, the batch saves its last position:
-	// the store may save it with the claim (one statement less).
-	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
-		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
-			Position: b.cp.Positions[len(b.cp.Positions)-1]})
-	}
+	p.planCheckpoint(tx, b)
 	claims, err := p.claim(ctx, tx, b.items)
 	if err != nil {
 		return err
@@ -248,6 +243,16 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*i
 		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
 	}
 	return ec.ClaimWithEffect(ctx, rows, p.cfg.Effect.Statements)
+}
+
+// planCheckpoint tells a store that can save it with the claim (one
+// statement less) the checkpoint that the batch saves if every message is
+// acked: its last position.
+func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
+	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
+		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
+			Position: b.cp.Positions[len(b.cp.Positions)-1]})
+	}
 }
 
 // runCommitted runs a batch of a declarative effect (Config.Effect) as one
