@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"time"
 
@@ -18,6 +19,7 @@ type item struct {
 	stored   []byte // the committed payload hash, for Duplicate and Drift
 	failed   bool   // its handler failed: an attempt is recorded after the commit
 	excluded bool   // failed in the optimistic pass: not run again in this batch
+	headers  string // Config.Effect.Headers of the message
 }
 
 // noIDMessage is a message refused before the claim and dead-lettered:
@@ -59,6 +61,16 @@ type batch struct {
 	commitTime  time.Duration
 }
 
+// refused reports whether a message of the batch carries a Refusal.
+func (b *batch) refused() bool {
+	for _, it := range b.items {
+		if it.msg.Refusal != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 	b := &batch{slots: make([]slot, len(msgs)), items: make([]*item, 0, len(msgs))}
 	seen := make(map[store.Key]*item, len(msgs))
@@ -78,6 +90,13 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		} else if bad := validate(m); bad != nil {
 			refuse = &noIDMessage{msg: m, hash: hash, err: bad, reason: "invalid message"}
 		}
+		var headers string
+		if refuse == nil {
+			var err error
+			if headers, err = p.effectHeaders(m); err != nil {
+				refuse = &noIDMessage{msg: m, hash: hash, err: err, reason: "invalid message"}
+			}
+		}
 		if refuse != nil {
 			b.noID = append(b.noID, refuse)
 			b.slots[i].noID = refuse
@@ -93,7 +112,7 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		it := &item{msg: m, row: store.ClaimRow{
 			Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
 			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt,
-		}}
+		}, headers: headers}
 		seen[key] = it
 		b.items = append(b.items, it)
 		b.slots[i].it = it
@@ -219,19 +238,36 @@ func (b *batch) repeatDrift(now func() store.DriftRow) []store.DriftRow {
 	return rows
 }
 
+// effectHeaders encodes m's headers for Config.Effect.
+func (p *Processor[TTx]) effectHeaders(m *Message) (string, error) {
+	if p.cfg.Effect == nil || p.cfg.Effect.Headers == nil {
+		return "", nil
+	}
+	h, err := p.cfg.Effect.Headers(m)
+	if err != nil {
+		return "", fmt.Errorf("txinbox: Config.Effect.Headers: %w", err)
+	}
+	return h, nil
+}
+
 // callHandler runs the configured handler for msgs, turning a panic into a
 // *PanicError; a message's Refusal fails it without running the handler.
+// With Config.Effect there is no handler: the effect ran in the claim (and
+// a refused message's claim is rolled back with its failure).
 func (p *Processor[TTx]) callHandler(ctx context.Context, tx TTx, msgs []*Message) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
 	for _, m := range msgs {
 		if m.Refusal != nil {
 			return m.Refusal // a batch is redone one message at a time
 		}
 	}
+	if p.cfg.Effect != nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(ctx, tx, msgs)
 	}

@@ -27,8 +27,8 @@ type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*Message
 // failed attempts times (attempts >= 1).
 type BackoffFunc func(attempts int) time.Duration
 
-// Config configures a Processor. Exactly one of Handler and BatchHandler is
-// required.
+// Config configures a Processor. Exactly one of Handler, BatchHandler and
+// Effect is required.
 type Config[TTx any] struct {
 	// Scope is the inbox scope of messages whose Scope is empty: the bounded
 	// context or consumer group. Required.
@@ -37,6 +37,13 @@ type Config[TTx any] struct {
 	Handler HandlerFunc[TTx]
 	// BatchHandler runs the side effects of a batch's new messages at once.
 	BatchHandler BatchHandlerFunc[TTx]
+	// Effect is the side effect given as SQL instead of a handler: the
+	// store runs it in the claim's own statement over the batch's new
+	// messages, so that a batch is one round trip plus its COMMIT. Set
+	// only one of Handler, BatchHandler and Effect. The store's
+	// transactions must implement store.EffectClaimer (pgstore; see
+	// pgstore.EffectSQL for the statements' form). Defaults to nil.
+	Effect *Effect
 	// MaxBatchSize caps the messages per transaction; Process splits larger
 	// slices. Defaults to 100; at most 5000.
 	MaxBatchSize int
@@ -110,10 +117,12 @@ func (c Config[TTx]) validate() error {
 	switch {
 	case c.Scope == "":
 		return &ConfigError{"Scope", "required"}
-	case c.Handler == nil && c.BatchHandler == nil:
-		return &ConfigError{"Handler", "one of Handler and BatchHandler is required"}
-	case c.Handler != nil && c.BatchHandler != nil:
-		return &ConfigError{"BatchHandler", "set only one of Handler and BatchHandler"}
+	case c.Handler == nil && c.BatchHandler == nil && c.Effect == nil:
+		return &ConfigError{"Handler", "one of Handler, BatchHandler and Effect is required"}
+	case c.Handler != nil && c.BatchHandler != nil, c.Effect != nil && (c.Handler != nil || c.BatchHandler != nil):
+		return &ConfigError{"BatchHandler", "set only one of Handler, BatchHandler and Effect"}
+	case c.Effect != nil && len(c.Effect.Statements) == 0:
+		return &ConfigError{"Effect", "no statement"}
 	case c.MaxBatchSize < 1 || c.MaxBatchSize > MaxBatchSizeLimit:
 		return &ConfigError{"MaxBatchSize", "must be between 1 and 5000"}
 	case c.Linger < 0:
@@ -139,4 +148,16 @@ func DefaultBackoff(attempts int) time.Duration {
 		d = min(time.Second<<(attempts-1), d)
 	}
 	return d + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
+// Effect is a side effect given as SQL (Config.Effect).
+type Effect struct {
+	// Statements run, each once per batch, over the batch's new messages,
+	// in the claim's statement. Required.
+	Statements []string
+	// Headers encodes a message's headers for the statements (pgstore:
+	// the jsonb column new_messages.headers); a message whose headers it
+	// refuses is dead-lettered with its error, as an invalid message is.
+	// Defaults to nil: the column is NULL.
+	Headers func(*Message) (string, error)
 }

@@ -19,17 +19,19 @@ var errOrderedSkip = errors.New("txinbox: not run: an earlier message with the s
 // only when a handler fails is the work rolled back and redone with a
 // savepoint per message, so that savepoints cost nothing on the happy path.
 func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo) error {
+	// A refused message must fail in a transaction (callHandler), which
+	// rolls back its claim and effect: not in the autocommitted form.
+	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() {
+		return p.runCommitted(ctx, ec, b, info)
+	}
 	tx, err := p.driver.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
-	rows := make([]store.ClaimRow, len(b.items))
-	for i, it := range b.items {
-		rows[i] = it.row
-	}
-	claims, err := tx.Claim(ctx, rows)
+	p.planCheckpoint(tx, b)
+	claims, err := p.claim(ctx, tx, b.items)
 	if err != nil {
 		return err
 	}
@@ -184,7 +186,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	if err := tx.Savepoint(ctx); err != nil {
 		return false, err
 	}
-	claims, err := tx.Claim(ctx, []store.ClaimRow{it.row})
+	claims, err := p.claim(ctx, tx, []*item{it})
 	if err != nil {
 		return false, err
 	}
@@ -219,6 +221,86 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 		it.res = Result{Outcome: Processed}
 	}
 	return false, tx.ReleaseSavepoint(ctx)
+}
+
+// errNoEffectClaimer says that the store cannot run Config.Effect.
+var errNoEffectClaimer = errors.New("txinbox: Config.Effect: the store's transactions do not implement store.EffectClaimer")
+
+// claim claims the items' keys; with Config.Effect, in the statement that
+// also runs the effect over the keys it inserts.
+func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*item) ([]store.ClaimResult, error) {
+	if p.cfg.Effect == nil {
+		rows := make([]store.ClaimRow, len(items))
+		for i, it := range items {
+			rows[i] = it.row
+		}
+		return tx.Claim(ctx, rows)
+	}
+	ec, ok := tx.(store.EffectClaimer)
+	if !ok {
+		return nil, errNoEffectClaimer
+	}
+	rows := make([]store.EffectRow, len(items))
+	for i, it := range items {
+		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
+	}
+	return ec.ClaimWithEffect(ctx, rows, p.cfg.Effect.Statements)
+}
+
+// planCheckpoint tells a store that can save it with the claim (one
+// statement less) the checkpoint that the batch saves if every message is
+// acked: its last position.
+func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
+	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
+		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
+			Position: b.cp.Positions[len(b.cp.Positions)-1]})
+	}
+}
+
+// runCommitted runs a batch of a declarative effect (Config.Effect) as one
+// statement that commits on its own: the claim, the effect and the
+// checkpoint (every outcome is acked: no handler can fail). The drift it
+// finds is recorded afterwards, in a transaction of its own; should that
+// fail, Process fails and the redelivery records it.
+func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
+	rows := make([]store.EffectRow, len(b.items))
+	for i, it := range b.items {
+		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
+	}
+	var cp *store.Checkpoint
+	if b.cp != nil && len(b.cp.Positions) > 0 {
+		cp = &store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
+			Position: b.cp.Positions[len(b.cp.Positions)-1]}
+	}
+	start := time.Now()
+	claims, err := ec.CommitEffect(ctx, rows, p.cfg.Effect.Statements, cp)
+	b.commitTime = time.Since(start)
+	if err != nil {
+		return err
+	}
+	var drift []store.DriftRow
+	for i, it := range b.items {
+		if d, ok := p.classify(it, claims[i]); ok {
+			drift = append(drift, d)
+		}
+		if claims[i].Status == store.ClaimNew {
+			it.res = Result{Outcome: Processed}
+			info.New++
+		}
+	}
+	drift = append(drift, b.repeatDrift(func() store.DriftRow { return store.DriftRow{DetectedAt: p.cfg.Now()} })...)
+	if len(drift) == 0 {
+		return nil
+	}
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	if err := tx.RecordDrift(ctx, drift); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // errDeadLetteredEarlier is the Result.Err of a delivery of a key that is

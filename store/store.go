@@ -223,3 +223,60 @@ func FailureDrift(r FailureRow, stored []byte) (DriftRow, bool) {
 		StoredHash: stored, ReceivedHash: r.DeadLetter.PayloadHash, DetectedAt: r.FailedAt,
 	}, true
 }
+
+// CheckpointAdvancer is the optional Tx interface behind offsets as the
+// inbox (txinbox.Processor.ProcessOffsets): messages whose position in
+// their partition is their identity (a Kafka offset) write no inbox row;
+// the partition's checkpoint, moved in the same transaction as their
+// effects, says which are done.
+type CheckpointAdvancer interface {
+	// AdvanceCheckpoint moves the checkpoint of cp's partition from
+	// previous (-1: none saved yet) to cp.Position in this transaction.
+	// It reports false, and changes nothing, when the saved checkpoint is
+	// not previous: another consumer of the partition moved it. It locks
+	// the checkpoint until the transaction ends, so that two transactions
+	// of one partition run one after the other and the second finds the
+	// checkpoint moved; as a transaction's first statement it arms the
+	// commit guard, as Claim does.
+	AdvanceCheckpoint(ctx context.Context, cp Checkpoint, previous int64) (bool, error)
+}
+
+// EffectRow is a ClaimRow with what a declarative effect reads of its
+// message.
+type EffectRow struct {
+	ClaimRow
+	Payload []byte
+	// Headers are the message's headers as the effect's statements read
+	// them (Config.Effect.Headers); "" is NULL.
+	Headers string
+}
+
+// EffectClaimer is the optional Tx interface of declarative effects
+// (txinbox.Config.Effect): the effect's statements run in the claim's own
+// statement, over the rows it inserted.
+type EffectClaimer interface {
+	// ClaimWithEffect is Claim that also runs statements over the rows it
+	// inserts (none for a key it finds), in the same statement.
+	ClaimWithEffect(ctx context.Context, rows []EffectRow, statements []string) ([]ClaimResult, error)
+}
+
+// EffectCommitter is the optional Driver interface that runs a
+// declarative effect's claim in autocommit form: one statement, one round
+// trip, committed when it returns; a statement is atomic, so the inbox
+// rows, the effect and the checkpoint commit together or not at all. The
+// processor uses it when nothing else must commit with them.
+type EffectCommitter interface {
+	// CommitEffect runs ClaimWithEffect's statement on its own and saves
+	// cp in it when cp is not nil (a lower position than the saved one is
+	// ignored).
+	CommitEffect(ctx context.Context, rows []EffectRow, statements []string, cp *Checkpoint) ([]ClaimResult, error)
+}
+
+// CheckpointPlanner is the optional Tx interface that saves a checkpoint
+// in the transaction's first statement rather than in one of its own: the
+// processor plans, before the claim, the checkpoint that the batch saves
+// if every message is acked (its optimistic pass), and SaveCheckpoint of
+// that same position then costs nothing.
+type CheckpointPlanner interface {
+	PlanCheckpoint(cp Checkpoint)
+}

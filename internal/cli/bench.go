@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ type benchCommand struct {
 	o                               benchOptions
 	dups, only                      string
 	cpuprofile, prefill, batchSizes *string
+	scaleOut                        *string
 	log                             logFlags
 }
 
@@ -36,6 +38,7 @@ prints a table (or --json). See docs/benchmarks.md.`,
 func (c *benchCommand) define(fs *flagSet, env *Env) {
 	c.defineFlags(fs.FlagSet, env)
 	fs.groupPrefix("Databases", "db", "sqlite")
+	fs.groupPrefix("Scale-out", "scale-out", "serve-bin")
 	fs.groupPrefix("Extra measures", "prefill", "batch-sizes", "purge-rows", "chart", "cpuprofile")
 	c.log.define(fs)
 }
@@ -64,6 +67,12 @@ type benchOptions struct {
 	batchSizes []int64
 	chart      string
 	purgeRows  int64
+	// scaleOut is the serve process counts of the scale-out scenario,
+	// scaleRecords its backlog, serveBin the txinbox binary it runs.
+	scaleOut     []int64
+	scaleRecords int64
+	scaleKills   int
+	serveBin     string
 }
 
 // benchResult is one measured scenario.
@@ -82,25 +91,6 @@ type benchResult struct {
 	lat        *latencies
 }
 
-// benchReport is what --json prints.
-type benchReport struct {
-	CeilingMsgsPerS     float64        `json:"ceiling_msgs_per_s"`
-	SeedMsgsPerS        float64        `json:"seed_msgs_per_s"`
-	Seed16MsgsPerS      float64        `json:"seed16_msgs_per_s"`
-	TxinboxMsgsPerS     float64        `json:"txinbox_msgs_per_s"`
-	E2EKafkaMsgsPerS    float64        `json:"e2e_kafka_msgs_per_s"`
-	LightLoadP99ms      float64        `json:"light_load_p99_ms"`
-	TxinboxVsCeiling    float64        `json:"txinbox_vs_ceiling"`
-	TxinboxVsSeed       float64        `json:"txinbox_vs_seed"`
-	E2EKafkaVsCeiling   float64        `json:"e2e_kafka_vs_ceiling"`
-	PeakRSSMB           float64        `json:"peak_rss_mb"`
-	DurationPerScenario string         `json:"duration_per_scenario"`
-	Results             []*benchResult `json:"results"`
-	Growth              []growthPoint  `json:"growth,omitempty"`
-	BatchSizes          []batchPoint   `json:"batch_sizes,omitempty"`
-	Purge               []purgePoint   `json:"purge,omitempty"`
-}
-
 // defineFlags defines bench's flags, bound to c.
 func (c *benchCommand) defineFlags(fs *flag.FlagSet, _ *Env) {
 	o, dups, only := &c.o, &c.dups, &c.only
@@ -111,7 +101,12 @@ func (c *benchCommand) defineFlags(fs *flag.FlagSet, _ *Env) {
 	intFlag(fs, &o.batch, "batch", 100, 1, "messages per transaction")
 	intFlag(fs, &o.conns, "conns", 4, 1, "connections for the ceiling and txinbox scenarios")
 	fs.StringVar(dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
-	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, seed, seed16, txinbox, light, sqlite, e2e-kafka, purge); default all but purge")
+	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-one-row, seed, seed16, txinbox, declarative, light, "+
+		"sqlite, e2e-kafka, kafka-watermark, scale-out, purge); default all but purge")
+	c.scaleOut = fs.String("scale-out", "1,2,3", "scale-out: serve process counts in one Kafka group")
+	int64Flag(fs, &o.scaleRecords, "scale-out-records", 60_000, 1000, "scale-out: the backlog each drain starts from")
+	intFlag(fs, &o.scaleKills, "scale-out-kills", 3, 0, "scale-out: SIGKILLs (each process replaced) during one more drain with the most processes; 0: no such drain")
+	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
 	int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	c.cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
@@ -122,10 +117,16 @@ func (c *benchCommand) defineFlags(fs *flag.FlagSet, _ *Env) {
 
 // runBench runs the scenarios that the flags choose.
 func (c *benchCommand) runBench(ctx context.Context, env *Env) int {
-	o, dups, only, cpuprofile, prefill, batchSizes := c.o, c.dups, c.only, c.cpuprofile, c.prefill, c.batchSizes
+	o, dups, only, cpuprofile, prefill, batchSizes, scaleOut := c.o, c.dups, c.only, c.cpuprofile, c.prefill, c.batchSizes, c.scaleOut
 	var err error
 	if o.prefill, err = parseCounts("--prefill", *prefill); err == nil {
 		o.batchSizes, err = parseCounts("--batch-sizes", *batchSizes)
+	}
+	if err == nil {
+		o.scaleOut, err = parseCounts("--scale-out", *scaleOut)
+	}
+	if err == nil && len(o.scaleOut) == 0 {
+		err = errors.New("--scale-out: give process counts, e.g. 1,2,3")
 	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
@@ -151,7 +152,11 @@ func (c *benchCommand) runBench(ctx context.Context, env *Env) int {
 	// A soft memory limit keeps the garbage of the embedded Kafka cluster
 	// from inflating the peak RSS that the report gives.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
+	load0 := loadAverage()
 	rep, err := runBenchScenarios(ctx, env, o)
+	if rep != nil {
+		rep.LoadAverage = [2]float64{load0, loadAverage()}
+	}
 	if err == nil && o.scenarios["purge"] {
 		rep.Purge, err = runPurgeBench(ctx, env, o)
 	}
@@ -187,7 +192,8 @@ func (o *benchOptions) parse(dups, only string) error {
 		}
 		o.dups = append(o.dups, f)
 	}
-	all := []string{"ceiling", "seed", "seed16", "txinbox", "light", "sqlite", "e2e-kafka", "purge"}
+	all := []string{"ceiling", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "sqlite", "e2e-kafka",
+		"kafka-watermark", "scale-out", "purge"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -222,9 +228,20 @@ func printBench(env *Env, rep *benchReport) {
 			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms)
 	}
 	w.Flush()
-	fmt.Fprintf(env.Stdout, "\ntxinbox / ceiling: %.0f%%   txinbox / seed (1 worker): %.1fx   e2e kafka / ceiling: %.0f%%\n",
-		100*rep.TxinboxVsCeiling, rep.TxinboxVsSeed, 100*rep.E2EKafkaVsCeiling)
-	fmt.Fprintf(env.Stdout, "p99 latency at 1,000 msgs/s offered: %.2f ms   peak RSS: %.0f MB\n", rep.LightLoadP99ms, rep.PeakRSSMB)
+	printHeadline(env, "", &rep.headline)
+	if rep.Dup30 != nil {
+		printHeadline(env, " (30% duplicates)", rep.Dup30)
+	}
+	fmt.Fprintf(env.Stdout, "txinbox / seed (1 worker): %.1fx   p99 latency at 1,000 msgs/s offered: %.2f ms   peak RSS: %.0f MB   load average: %.1f, %.1f\n",
+		rep.TxinboxVsSeed, rep.LightLoadP99ms, rep.PeakRSSMB, rep.LoadAverage[0], rep.LoadAverage[1])
+	if len(rep.ScaleOut) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\nserve processes\tSIGKILLs\tmsgs/s\tvs ceiling\tdoubled\tlost\t")
+		for _, p := range rep.ScaleOut {
+			fmt.Fprintf(w, "%d\t%d\t%.0f\t%.0f%%\t%d\t%d\t\n", p.Processes, p.Kills, p.MsgsPerSec, 100*p.VsCeiling, p.Doubled, p.Lost)
+		}
+		w.Flush()
+	}
 	if len(rep.BatchSizes) > 0 {
 		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "\nbatch\ttxinbox msgs/s\tceiling msgs/s\ttxinbox/ceiling\ttxinbox p99 ms\t")
@@ -246,6 +263,11 @@ func printBench(env *Env, rep *benchReport) {
 	}
 }
 
+func printHeadline(env *Env, what string, h *headline) {
+	fmt.Fprintf(env.Stdout, "\n/ ceiling%s: txinbox %.0f%%   declarative %.0f%%   e2e kafka %.0f%%;   kafka watermark / one-row ceiling %.0f%%\n",
+		what, 100*h.TxinboxVsCeiling, 100*h.DeclarativeVsCeiling, 100*h.E2EKafkaVsCeiling, 100*h.KafkaWatermarkVsOneRow)
+}
+
 // peakRSSMB reads the process's peak resident set size.
 func peakRSSMB() float64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -260,4 +282,16 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// loadAverage is the machine's one-minute load average (0 where
+// /proc/loadavg cannot be read).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
 }

@@ -20,24 +20,36 @@ import (
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
-func init() { benchKafkaE2E = benchKafka }
-
 // benchKafkaRecords is how many records a slice pre-produces; the slice ends
 // when they are all handled or its time is up, whichever comes first, and
 // the rate counts only that time. Few enough to keep memory low.
 const benchKafkaRecords = 50_000
 
-// benchKafka measures end to end: records already in a 3-broker kfake
-// cluster of txinbox-brokers (4 partitions, message-id header keys, a share
-// re-sent at new offsets), consumed by one kafka.Consumer into PostgreSQL with a batch
-// handler, offsets committed after each batch's commit. The rate counts the
-// records handled (processed or skipped as duplicates) during the slice.
-func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup float64) (*benchResult, error) {
-	seeds, stopKafka, err := brokers.StartKafka(ctx, 3) // in a txinbox-brokers child process
+// benchStartKafka starts the Kafka cluster that the Kafka scenarios
+// consume, listening on loopback, and returns its seed brokers and its
+// stop: the one place that knows how the bench gets a cluster (a 3-broker
+// kfake cluster in a txinbox-brokers child process, reachable from the
+// scale-out's serve processes too).
+func benchStartKafka(ctx context.Context) (seeds []string, stop func(), err error) {
+	seeds, stop, err = brokers.StartKafka(ctx, 3)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the Kafka cluster: %w", err)
+	}
+	return seeds, stop, nil
+}
+
+// benchKafka measures end to end: records already in Kafka (4 partitions,
+// a share re-sent at new offsets), consumed by one kafka.Consumer into
+// PostgreSQL with a batch handler, offsets committed after each batch's
+// commit. The e2e-kafka scenario keys the records on a message-id header;
+// kafka-watermark keys them on their offsets. The rate counts the records
+// handled (processed or skipped as duplicates) during the slice.
+func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup float64, watermark bool) (*benchResult, error) {
+	seeds, stop, err := benchStartKafka(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer stopKafka()
+	defer stop()
 	topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	if err := benchKafkaProduce(ctx, seeds, topic, dup); err != nil {
 		return nil, err
@@ -45,6 +57,11 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 	d, err := pgstore.New(pool, pgstore.Options{})
 	if err != nil {
 		return nil, err
+	}
+	var key kafka.Key = kafka.HeaderKey(demoKafkaHeader)
+	name := "e2e-kafka"
+	if watermark {
+		name, key = "kafka-watermark", kafka.OffsetWatermark
 	}
 	var lat latencies
 	proc, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench", Ordered: true, MaxBatchSize: o.batch,
@@ -56,7 +73,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		return nil, err
 	}
 	consumer, err := kafka.New(proc, kafka.Config{
-		Seeds: seeds, Topics: []string{topic}, Group: "bench", Key: kafka.HeaderKey(demoKafkaHeader),
+		Seeds: seeds, Topics: []string{topic}, Group: "bench", Key: key,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -66,10 +83,12 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- consumer.Run(rctx) }()
-	// The slice starts once the consumer is a member of its group: the
-	// group join is start-up, not throughput (on a loaded machine it could
-	// take the whole of a short slice).
-	if err := benchKafkaAwaitJoin(rctx, consumer, runErr); err != nil {
+	// The slice starts once the consumer is a member of its group and its
+	// first batch committed: the group join and the first fetch are
+	// start-up, not throughput (on a loaded machine they could take the
+	// whole of a short slice).
+	st0, err := benchKafkaAwaitStart(rctx, consumer, runErr)
+	if err != nil {
 		cancel()
 		<-runErr
 		return nil, err
@@ -86,20 +105,20 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		return nil, err
 	}
 	elapsed := end.Sub(start).Seconds()
-	r := &benchResult{Name: "e2e-kafka", Store: "postgres", Duplicates: dup, Workers: 1, Seconds: elapsed,
+	r := &benchResult{Name: name, Store: "postgres", Duplicates: dup, Workers: 1, Seconds: elapsed,
 		P50ms: lat.percentile(0.5), P99ms: lat.percentile(0.99), lat: &lat}
-	var inbox int64
-	if err := pool.QueryRow(context.Background(), d.Tables().Expand(
-		"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')")).Scan(&r.Effects, &inbox); err != nil {
-		return nil, err
+	check := benchKafkaOnce
+	if watermark {
+		check = benchWatermarkOnce
 	}
-	if r.Effects != inbox {
-		return nil, fmt.Errorf("e2e-kafka: %d effects for %d inbox rows", r.Effects, inbox)
+	if err := check(pool, d, r, topic); err != nil {
+		return nil, err
 	}
 	// Processed records are counted in the database (a batch that committed
 	// as the slice ended is not in the consumer's statistics yet).
 	st := consumer.Stats()
-	r.Messages = r.Effects + st.Duplicates + st.Drift + st.DeadLettered
+	r.Messages = r.Effects + st.Duplicates + st.Drift + st.DeadLettered - benchKafkaHandled(st0)
+	r.Effects -= st0.Processed // those of the slice
 	r.MsgsPerSec = float64(r.Messages) / elapsed
 	return r, nil
 }
@@ -137,25 +156,32 @@ func (h batchLatency) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 	}
 }
 
-// benchKafkaAwaitJoin waits until the consumer has joined its group, for
-// at most a minute. Run's result stays on runErr for the caller.
-func benchKafkaAwaitJoin(ctx context.Context, c *kafka.Consumer, runErr chan error) error {
+// benchKafkaAwaitStart waits, for at most a minute, until the consumer
+// has joined its group and handled records, and returns its statistics
+// then. Run's result stays on runErr for the caller.
+func benchKafkaAwaitStart(ctx context.Context, c *kafka.Consumer, runErr chan error) (kafka.Stats, error) {
 	deadline := time.After(time.Minute)
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
-	for !c.Joined() {
+	for {
+		if st := c.Stats(); c.Joined() && benchKafkaHandled(st) > 0 {
+			return st, nil
+		}
 		select {
 		case err := <-runErr:
 			runErr <- err // the caller waits for Run once more
-			return fmt.Errorf("e2e-kafka: consumer stopped before joining its group: %v", err)
+			return kafka.Stats{}, fmt.Errorf("e2e-kafka: consumer stopped before its first batch: %v", err)
 		case <-deadline:
-			return errors.New("e2e-kafka: the consumer did not join its group within a minute")
+			return kafka.Stats{}, errors.New("e2e-kafka: the consumer did not join its group and commit a batch within a minute")
 		case <-ctx.Done():
-			return ctx.Err()
+			return kafka.Stats{}, ctx.Err()
 		case <-t.C:
 		}
 	}
-	return nil
+}
+
+func benchKafkaHandled(st kafka.Stats) int64 {
+	return st.Processed + st.Duplicates + st.Drift + st.DeadLettered
 }
 
 // benchKafkaSlice waits until every pre-produced record is handled or the
@@ -176,9 +202,40 @@ func benchKafkaSlice(ctx context.Context, c *kafka.Consumer, sliceEnd <-chan tim
 		case <-ctx.Done():
 			return time.Now(), false, nil
 		case end := <-t.C:
-			if st := c.Stats(); st.Processed+st.Duplicates+st.Drift+st.DeadLettered >= benchKafkaRecords {
+			if benchKafkaHandled(c.Stats()) >= benchKafkaRecords {
 				return end, false, nil
 			}
 		}
 	}
+}
+
+// benchKafkaOnce is e2e-kafka's check: one effect per inbox row.
+func benchKafkaOnce(pool *pgxpool.Pool, d *pgstore.Driver, r *benchResult, _ string) error {
+	var inbox int64
+	if err := pool.QueryRow(context.Background(), d.Tables().Expand(
+		"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')")).Scan(&r.Effects, &inbox); err != nil {
+		return err
+	}
+	if r.Effects != inbox {
+		return fmt.Errorf("%s: %d effects for %d inbox rows", r.Name, r.Effects, inbox)
+	}
+	return nil
+}
+
+// benchWatermarkOnce is kafka-watermark's check, with no inbox row to
+// count: every record up to its partition's watermark has exactly one
+// effect (offsets start at 0 and have no gaps here), and none past it.
+func benchWatermarkOnce(pool *pgxpool.Pool, d *pgstore.Driver, r *benchResult, topic string) error {
+	var distinct, covered, inbox int64
+	if err := pool.QueryRow(context.Background(), d.Tables().Expand(`SELECT (SELECT count(*) FROM effects),
+		(SELECT count(DISTINCT message_id) FROM effects),
+		(SELECT coalesce(sum(position + 1), 0) FROM {checkpoints} WHERE scope = 'bench' AND source = $1),
+		(SELECT count(*) FROM {inbox})`), topic).Scan(&r.Effects, &distinct, &covered, &inbox); err != nil {
+		return err
+	}
+	if r.Effects != distinct || r.Effects != covered || inbox != 0 {
+		return fmt.Errorf("%s: %d effects, %d distinct, for %d records under the watermarks (and %d inbox rows)",
+			r.Name, r.Effects, distinct, covered, inbox)
+	}
+	return nil
 }

@@ -160,3 +160,23 @@ func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benc
 	}
 	return r, err
 }
+
+// benchEffectSQL is the declarative scenario's effect: what a user of
+// serve --effect sql writes for the bench's effect row, set-based.
+const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
+
+// declarative is the processor with the effect given as SQL, as serve
+// --effect sql runs it: joined to the claim's statement, no Go handler.
+func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
+	cfg := withSourceEffect(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, effectSQL, []string{benchEffectSQL}, "", false, true, pgTxExec, "bench")
+	p, err := txinbox.NewProcessor(be.driver, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := be.feedProcessor(ctx, "postgres", dup, be.o.conns, p.Process)
+	if r != nil {
+		r.Name = "txinbox-declarative"
+	}
+	return r, err
+}

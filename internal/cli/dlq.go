@@ -261,8 +261,15 @@ func (c *inspectCommand) run(ctx context.Context, in *invocation) int {
 	if err != nil {
 		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	}
-	code = printJSON(in.env, inspection(ins))
-	if ins.Inbox == nil && ins.Attempts == nil && ins.DeadLetter == nil && len(ins.Drift) == 0 {
+	out := inspection(ins)
+	covered := false
+	if ins.Inbox == nil && ins.DeadLetter == nil {
+		if wmState, wm, known, processed := watermarkState(ctx, db, c.scope, ins.MessageID); known {
+			out["state"], out["watermark"], covered = wmState, wm, processed
+		}
+	}
+	code = printJSON(in.env, out)
+	if ins.Inbox == nil && ins.Attempts == nil && ins.DeadLetter == nil && len(ins.Drift) == 0 && !covered {
 		return ExitFailure // scripts can tell "nothing stored" apart
 	}
 	return code
@@ -337,7 +344,12 @@ func (c *forgetCommand) run(ctx context.Context, in *invocation) int {
 	case err != nil:
 		return in.fail(ExitFailure, "%s: %v", db.where, err)
 	case !ok:
-		return in.fail(ExitFailure, "nothing stored for %q in scope %q", key.MessageID, key.Scope)
+		msg := fmt.Sprintf("nothing stored for %q in scope %q", key.MessageID, key.Scope)
+		if state, _, known, _ := watermarkState(ctx, db, key.Scope, key.MessageID); known {
+			msg += fmt.Sprintf("; with offsets as the inbox there is no row to forget: %s; "+
+				"to process it again, move the group's offset and the watermark (txinbox_checkpoints) back", state)
+		}
+		return in.fail(ExitFailure, "%s", msg)
 	}
 	fmt.Fprintf(in.env.Stdout, "forgot %q in scope %q: its next delivery will be processed again (audited: %s)\n", key.MessageID, key.Scope, c.reason)
 	return ExitOK

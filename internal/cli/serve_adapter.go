@@ -67,6 +67,7 @@ func (a sourceAdapter) RedeliveryHorizons(ctx context.Context) ([]source.Horizon
 func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOptions, db *inboxDB, driver store.Driver[TTx],
 	exec txExecFunc[TTx], env *Env, logger *slog.Logger) (func(), error) {
 	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
+	joinEffect := effectJoinable(ctx, db)
 	var built []*serveSource
 	closeAll := func() {
 		for _, s := range built {
@@ -80,8 +81,8 @@ func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOption
 		}
 		srcs, err := buildSources(f, sourceEnv[TTx]{driver: driver, logger: lg, getenv: env.Getenv,
 			inbox: func(kind, scope string) txinbox.Config[TTx] {
-				return txinbox.Config[TTx]{Scope: scope, Logger: lg, Hooks: srv.Hooks(),
-					Handler: sourceHandler(o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, exec, kind)}
+				return withSourceEffect(txinbox.Config[TTx]{Scope: scope, Logger: lg, Hooks: srv.Hooks()},
+					o.Effect, o.EffectSQL, db.outboxTable(), outboxHeaders, joinEffect, exec, kind)
 			}})
 		built = append(built, srcs...)
 		if err != nil {

@@ -104,6 +104,15 @@ func validateEffect(mode string, stmts []string) error {
 // checkStatements prepares each statement once at start, so that a typo
 // fails serve now rather than every message later.
 func checkStatements(ctx context.Context, db *inboxDB, stmts []string) error {
+	if setBased(stmts) {
+		if !effectJoinable(ctx, db) {
+			return fmt.Errorf("--effect-sql statements that read new_messages need PostgreSQL with an unpartitioned inbox (%s)", db.where)
+		}
+		if err := db.pg.CheckEffect(ctx, stmts); err != nil {
+			return fmt.Errorf("--effect-sql: %w", err)
+		}
+		return nil
+	}
 	for i, s := range stmts {
 		var err error
 		if db.pg != nil {
@@ -266,3 +275,55 @@ func outboxHasHeaders(ctx context.Context, db *inboxDB) bool {
 
 // reset empties the list (the environment replaces the file's statements).
 func (s *statements) reset() { *s = nil }
+
+// setBased reports whether every --effect-sql statement is set-based: it
+// reads the batch's new messages from new_messages (pgstore.EffectSQL)
+// and names no $N parameter.
+func setBased(stmts []string) bool {
+	for _, s := range stmts {
+		if paramsUsed(s) > 0 || !strings.Contains(s, "new_messages") {
+			return false
+		}
+	}
+	return len(stmts) > 0
+}
+
+// contentTypeSQL is contentType over new_messages.headers.
+const contentTypeSQL = `coalesce((SELECT h->>'value' FROM jsonb_array_elements(headers) h
+    WHERE lower(h->>'key') IN ('content-type', 'content_type') LIMIT 1), '')`
+
+// effectJoinable reports whether the inbox can run an effect in the
+// claim's statement: PostgreSQL, not partitioned.
+func effectJoinable(ctx context.Context, db *inboxDB) bool {
+	if db.pg == nil {
+		return false
+	}
+	partitioned, err := db.pg.Partitioned(ctx)
+	return err == nil && !partitioned
+}
+
+// withSourceEffect gives cfg the configured effect of a broker source:
+// joined to the claim's statement (txinbox.Config.Effect: one round trip
+// per batch) when join (effectJoinable) for --effect outbox and for
+// set-based --effect-sql statements, else a handler per message
+// (sourceHandler).
+func withSourceEffect[TTx any](cfg txinbox.Config[TTx], mode string, stmts []string, outbox string, outboxHeaders, join bool,
+	exec txExecFunc[TTx], name string) txinbox.Config[TTx] {
+	_, pg := any(cfg).(txinbox.Config[pgx.Tx])
+	join = join && pg
+	headers := func(m *txinbox.Message) (string, error) { return headersJSON(m) }
+	switch {
+	case join && mode == effectSQL && setBased(stmts):
+		cfg.Effect = &txinbox.Effect{Statements: stmts, Headers: headers}
+	case join && mode == effectOutbox:
+		cols, vals := "scope, message_id, part, source, content_type, payload", "scope, message_id, 0, '"+name+"', "+contentTypeSQL+", payload"
+		if outboxHeaders {
+			cols, vals = cols+", headers", vals+", headers"
+		}
+		cfg.Effect = &txinbox.Effect{Statements: []string{"INSERT INTO " + outbox + " (" + cols + ") SELECT " + vals + " FROM new_messages"},
+			Headers: headers}
+	default:
+		cfg.Handler = sourceHandler(mode, stmts, outbox, outboxHeaders, exec, name)
+	}
+	return cfg
+}

@@ -41,6 +41,7 @@ type childSpec struct {
 	SessionTimeout   time.Duration `json:"session_timeout"`
 	CrashAfterCommit int           `json:"crash_after_commit"` // 0: none
 	OffsetKey        bool          `json:"offset_key"`         // key on the offset, not the header
+	Watermark        bool          `json:"watermark"`          // offsets as the inbox (OffsetWatermark)
 }
 
 func TestMain(m *testing.M) {
@@ -112,6 +113,9 @@ func runChild(specJSON string) error {
 	if spec.OffsetKey {
 		kc.Key = kafka.OffsetKey
 	}
+	if spec.Watermark {
+		kc.Key = kafka.OffsetWatermark
+	}
 	consumer, err := newConsumer(d, kc)
 	if err != nil {
 		return err
@@ -133,11 +137,6 @@ type child struct {
 	done  chan struct{}
 	err   error
 	out   syncBuffer // stderr
-}
-
-func (f *fixture) startChild(crashAfterCommit int) *child {
-	f.t.Helper()
-	return f.startChildSpec(childSpec{CrashAfterCommit: crashAfterCommit})
 }
 
 // startChildSpec starts a child with the fixture's cluster, topic, group

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/internal/runner"
 )
@@ -79,6 +80,10 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	cfg, err := runner.Configure("kafka", proc, cfg, Config.withDefaults, Config.validate)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := proc.(offsetsProcessor); isWatermarkKey(cfg.Key) && !ok {
+		return nil, fmt.Errorf("kafka: %w", &txinbox.ConfigError{Field: "Key",
+			Msg: "OffsetWatermark needs a processor with ProcessOffsets (a *txinbox.Processor)"})
 	}
 	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize, offsetKeyed: isOffsetKey(cfg.Key),
 		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{},

@@ -23,19 +23,23 @@ import (
 // record has exactly one effect and none is read twice.
 func TestCrashBetweenCommitAndOffsetCommit(t *testing.T) {
 	t.Parallel()
-	for _, offsetKey := range []bool{false, true} {
-		t.Run(map[bool]string{false: "header-key", true: "offset-key"}[offsetKey], func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec childSpec
+	}{{"header-key", childSpec{}}, {"offset-key", childSpec{OffsetKey: true}}, {"offsets-as-the-inbox", childSpec{Watermark: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testCrashBetweenCommits(t, offsetKey)
+			testCrashBetweenCommits(t, tc.spec)
 		})
 	}
 }
 
-func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
+func testCrashBetweenCommits(t *testing.T, spec childSpec) {
 	f := newFixture(t, newCluster(t), 3)
 	all := ids("crash", 600)
 	f.produce(all, 3)
-	ch := f.startChildSpec(childSpec{CrashAfterCommit: 250, OffsetKey: offsetKey})
+	spec.CrashAfterCommit = 250
+	ch := f.startChildSpec(spec)
 	ch.waitCrashPoint(t, 30*time.Second)
 	ch.kill()
 	f.waitChildSessionsGone()
@@ -43,13 +47,16 @@ func testCrashBetweenCommits(t *testing.T, offsetKey bool) {
 	before := len(f.effects())
 
 	cfg := f.consumerConfig()
-	if offsetKey {
+	switch {
+	case spec.OffsetKey:
 		cfg.Key = kafka.OffsetKey
+	case spec.Watermark:
+		cfg.Key = kafka.OffsetWatermark
 	}
 	r := f.start(cfg)
 	f.waitCommitted(30 * time.Second)
 	r.stop()
-	if offsetKey {
+	if spec.OffsetKey || spec.Watermark {
 		f.checkExactlyOnce(f.offsetKeys(all, 3))
 	} else {
 		f.checkExactlyOnce(all)
@@ -145,18 +152,29 @@ func TestTopicCreatedAgain(t *testing.T) {
 
 // TestThreeProcessesJoinLeaveKill runs consumer processes of one group that
 // join, leave and get SIGKILLed while records (a quarter of them re-sent at
-// new offsets) are produced, twice over.
+// new offsets) are produced, twice over; with header keys (a re-send is a
+// duplicate) and with offsets as the inbox (a re-send is a new record).
 func TestThreeProcessesJoinLeaveKill(t *testing.T) {
 	t.Parallel()
+	for _, watermark := range []bool{false, true} {
+		t.Run(map[bool]string{false: "header-key", true: "offsets-as-the-inbox"}[watermark], func(t *testing.T) {
+			t.Parallel()
+			testJoinLeaveKill(t, watermark)
+		})
+	}
+}
+
+func testJoinLeaveKill(t *testing.T, watermark bool) {
 	const partitions = 6
 	f := newFixture(t, newCluster(t), partitions)
-	var unique []string
+	var unique, all []string
 	produced := 0
 	next := func() {
 		batch := ids(fmt.Sprint("grp", produced), 400)
 		produced++
 		resend := unique[:min(len(unique), 100)]
 		unique = append(unique, batch...)
+		all = append(all, append(batch, resend...)...)
 		f.produce(append(batch, resend...), partitions)
 		// Wait until the group is consuming the new records: the next
 		// step happens mid-stream.
@@ -166,10 +184,11 @@ func TestThreeProcessesJoinLeaveKill(t *testing.T) {
 			return n >= want, fmt.Sprintf("%d effects, want %d", n, want)
 		})
 	}
+	start := func() *child { return f.startChildSpec(childSpec{Watermark: watermark}) }
 	for range 2 {
-		a, b := f.startChild(0), f.startChild(0)
+		a, b := start(), start()
 		next()
-		c := f.startChild(0)
+		c := start()
 		next()
 		b.kill() // SIGKILL mid-stream
 		next()
@@ -177,10 +196,14 @@ func TestThreeProcessesJoinLeaveKill(t *testing.T) {
 		next()
 		c.stop(t)
 	}
-	last := f.startChild(0)
+	last := start()
 	f.waitCommitted(60 * time.Second)
 	last.stop(t)
-	f.checkExactlyOnce(unique)
+	if watermark {
+		f.checkExactlyOnce(f.offsetKeys(all, partitions))
+	} else {
+		f.checkExactlyOnce(unique)
+	}
 }
 
 // TestRetryKeepsPartitionOrder fails one record twice: its partition

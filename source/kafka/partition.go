@@ -76,7 +76,7 @@ func (c *Consumer) batchSize() int { return c.batch }
 // acked as duplicates without a lookup. Records come at or below it only
 // when the client fetches again what was processed (an offset reset).
 func (c *Consumer) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
-	if !c.offsetKeyed {
+	if !c.offsetKeyed && !isWatermarkKey(c.cfg.Key) {
 		return 0
 	}
 	c.mu.Lock()
@@ -108,8 +108,14 @@ func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPar
 	for i, r := range recs {
 		msgs[i], positions[i] = c.message(r), r.Offset
 	}
-	res, err := c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
-		Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+	var res []txinbox.Result
+	var err error
+	if isWatermarkKey(c.cfg.Key) {
+		res, err = c.processOffsets(ctx, tp, msgs, positions)
+	} else {
+		res, err = c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
+			Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+	}
 	if res == nil {
 		res = make([]txinbox.Result, len(recs)) // a usage error: nothing committed
 	}

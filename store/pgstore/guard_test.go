@@ -19,11 +19,18 @@ import (
 
 func guardedDriver(t *testing.T) (*pgstore.Driver, context.Context) {
 	t.Helper()
+	return driverWithEffects(t, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)")
+}
+
+// driverWithEffects migrates a driver on a schema of its own with the
+// effects table that ddl creates.
+func driverWithEffects(t *testing.T, ddl string) (*pgstore.Driver, context.Context) {
+	t.Helper()
 	admin := testdb.Require(t)
 	schema := testdb.NewSchema(t, admin)
 	pool := testdb.PoolIn(t, schema, 4)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+	if _, err := pool.Exec(ctx, ddl); err != nil {
 		t.Fatal(err)
 	}
 	d, err := pgstore.New(pool, pgstore.Options{Schema: schema})

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/txinbox/txinbox/internal/schema"
@@ -12,6 +13,16 @@ import (
 type queries struct {
 	claim, claimClassify, lookup, drift, failures, deadLetter string
 	checkpoint, checkpoints                                   string
+	// claimCP and claimClassifyCP are claim and claimClassify that
+	// also save a checkpoint.
+	claimCP, claimClassifyCP string
+	// advance moves a checkpoint from where the caller saw it
+	// (offsets.go).
+	advance string
+	// tables expands the declarative effects' claims, cached in effects
+	// by their statements (effect.go).
+	tables  schema.Tables
+	effects *sync.Map
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -41,6 +52,8 @@ const commitSQL = "SELECT set_config('txinbox.commit', 'on', true); COMMIT"
 
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
+		tables:     t,
+		effects:    new(sync.Map),
 		duplicates: new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
@@ -117,6 +130,17 @@ INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
+	q.advance = advanceSQL(t)
+	// The claims that also save a planned checkpoint ($8-$11), in the
+	// first statement of a batch (pgTx.PlanCheckpoint).
+	guard := t.Expand(guardCTE)
+	cp := t.Expand(`,
+txinbox_checkpoint AS (INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+VALUES ($8, $9, $10, $11, now())
+ON CONFLICT (scope, source, partition) DO UPDATE
+   SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at)`)
+	q.claimCP = strings.Replace(q.claim, guard, guard+cp, 1)
+	q.claimClassifyCP = strings.Replace(q.claimClassify, guard, guard+cp, 1)
 	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
 	// The partitioned claim inserts into the current period's partition
 	// only keys that no older partition holds. It runs after the

@@ -25,6 +25,19 @@ type pgTx struct {
 	htx    *handlerTx
 	q      *queries
 	layout *layout
+	// plan is the checkpoint the claim saves, if planned; saved is it
+	// once the claim saved it.
+	plan, saved *store.Checkpoint
+}
+
+var _ store.CheckpointPlanner = (*pgTx)(nil)
+
+// PlanCheckpoint implements store.CheckpointPlanner: the claim, if it is
+// the transaction's first statement, saves cp (plain layout).
+func (t *pgTx) PlanCheckpoint(cp store.Checkpoint) {
+	if t.tx == nil && !t.layout.partitioned {
+		t.plan = &cp
+	}
 }
 
 // txOptions begin every batch transaction: its COMMIT is commitSQL, the
@@ -192,18 +205,34 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	}
 	res := make([]store.ClaimResult, n)
 	args := []any{scopes, ids, sources, positions, pkeys, hashes, received}
+	claim, classify := t.q.claim, t.q.claimClassify
+	plan := t.plan
+	t.plan = nil
+	if plan != nil && t.tx == nil {
+		claim, classify = t.q.claimCP, t.q.claimClassifyCP
+		args = append(args, plan.Scope, plan.Source, plan.Partition, plan.Position)
+	} else {
+		plan = nil
+	}
 	var err error
 	switch {
 	case t.layout.partitioned:
 		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(rows, res), args...)
 	case t.q.duplicates.Load() && distinct(rows):
-		err = t.claimed(ctx, t.q.claimClassify, classifyClaimed(res), args...)
+		err = t.claimed(ctx, classify, classifyClaimed(res), args...)
 	default:
-		err = t.claimed(ctx, t.q.claim, markInserted(rows, res), args...)
+		err = t.claimed(ctx, claim, markInserted(rows, res), args...)
 	}
 	if err != nil {
 		return res, err
 	}
+	t.saved = plan
+	return t.afterClaim(ctx, res, scopes, ids)
+}
+
+// afterClaim chooses the next claim and looks up the keys the claim left
+// unanswered.
+func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, scopes, ids []string) ([]store.ClaimResult, error) {
 	if !t.layout.partitioned {
 		t.expectDuplicates(res)
 	}
@@ -351,7 +380,13 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 	if t.layout.partitioned {
 		lookup = t.q.lookupPartitioned
 	}
-	rs, err := t.tx.Query(ctx, lookup, lscopes, lids)
+	var querier interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	} = t.pool // after an autocommitted claim (CommitEffect)
+	if t.tx != nil {
+		querier = t.tx
+	}
+	rs, err := querier.Query(ctx, lookup, lscopes, lids)
 	if err != nil {
 		return err
 	}
@@ -430,6 +465,13 @@ func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error
 }
 
 func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
+	if t.saved != nil {
+		if *t.saved == cp {
+			return nil // the claim saved it
+		}
+		return fmt.Errorf("pgstore: the claim saved checkpoint %d of %s/%s, the batch ends at %d", t.saved.Position,
+			cp.Source, cp.Partition, cp.Position)
+	}
 	if err := t.begin(ctx); err != nil {
 		return err
 	}

@@ -160,6 +160,9 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"OrderedAcrossBatches", testOrderedAcrossBatches[TTx]},
 		{"ListPagesAndFilters", testListPagesAndFilters[TTx]},
 		{"ReplayDeadLetter", testReplayDeadLetter[TTx]},
+		{"OffsetsAsTheInbox", testOffsets[TTx]},
+		{"OffsetsDeadLetterMovesPast", testOffsetsDeadLetter[TTx]},
+		{"OffsetsFenced", testOffsetsFenced[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,341 @@
+package txinbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// Offsets as the inbox.
+//
+// When a message's position in its partition is its identity (a Kafka
+// record keyed on its offset) and the partition's messages are processed
+// in order, the partition's checkpoint already says which messages are
+// done: those at or below it. ProcessOffsets writes no inbox row; each
+// batch transaction runs the handlers and moves the checkpoint from where
+// the caller saw it to the batch's last position. That move is the claim:
+// it locks the checkpoint, and a second consumer of the same partition (a
+// zombie after a rebalance) waits for it, then finds it moved and rolls
+// back (ErrCheckpointMoved), so no effect commits twice. A failed message
+// stops the prefix: the transaction commits the messages before it and
+// moves the checkpoint to the last of them, never past a Retry.
+
+// OffsetCheckpoint is the partition ProcessOffsets works on.
+type OffsetCheckpoint struct {
+	// Source names the source, e.g. the Kafka topic.
+	Source string
+	// Partition names the partition, e.g. "3".
+	Partition string
+	// Positions are the messages' positions (offsets), aligned with the
+	// messages and strictly ascending.
+	Positions []int64
+	// Saved is the partition's checkpoint as the caller last saw it:
+	// what Checkpoints returned, or the last ProcessOffsets; -1 when none
+	// is saved.
+	Saved int64
+}
+
+// ErrCheckpointMoved is returned by ProcessOffsets when the partition's
+// checkpoint is not at OffsetCheckpoint.Saved: another consumer processed
+// the partition since. Nothing of the batch committed; read the
+// checkpoint again with Checkpoints: the messages at or below it are done.
+var ErrCheckpointMoved = errors.New("txinbox: the partition's checkpoint moved (another consumer processed the partition): read it again with Checkpoints")
+
+// errNoAdvancer says that the store cannot keep offsets as the inbox.
+var errNoAdvancer = errors.New("txinbox: ProcessOffsets: the store's transactions do not implement store.CheckpointAdvancer")
+
+// ProcessOffsets processes messages of one partition, in order, with
+// offsets as the inbox: no inbox row is written, and each batch
+// transaction (Config.MaxBatchSize messages) moves the partition's
+// checkpoint with the effects. Messages at or below cp.Saved are
+// Duplicates without running. It returns one Result per message and the
+// checkpoint saved afterwards (cp.Saved if none moved it). A message whose
+// handler fails is a Retry (its attempts counted, dead-lettered after
+// Config.MaxAttempts like any message: the checkpoint then moves past it),
+// and every later message is a Retry without running, so the caller
+// redelivers from the first message not acked. If err is non-nil, the
+// messages whose Outcome is zero did not commit.
+func (p *Processor[TTx]) ProcessOffsets(ctx context.Context, msgs []*Message, cp OffsetCheckpoint) ([]Result, int64, error) {
+	if len(cp.Positions) != len(msgs) {
+		return nil, cp.Saved, fmt.Errorf("txinbox: ProcessOffsets: %d positions for %d messages", len(cp.Positions), len(msgs))
+	}
+	if p.cfg.Effect != nil {
+		return nil, cp.Saved, errors.New("txinbox: ProcessOffsets: Config.Effect runs in the inbox's claim, which offsets as the inbox do not make: use a handler")
+	}
+	for i := 1; i < len(cp.Positions); i++ {
+		if cp.Positions[i] <= cp.Positions[i-1] {
+			return nil, cp.Saved, fmt.Errorf("txinbox: ProcessOffsets: positions not ascending at index %d (%d after %d)",
+				i, cp.Positions[i], cp.Positions[i-1])
+		}
+	}
+	results := make([]Result, len(msgs))
+	saved, start := cp.Saved, 0
+	for start < len(msgs) && cp.Positions[start] <= saved {
+		results[start] = Result{Outcome: Duplicate}
+		start++
+	}
+	for start < len(msgs) {
+		end := min(start+p.cfg.MaxBatchSize, len(msgs))
+		ob := &offsetBatch{src: cp.Source, part: cp.Partition, msgs: msgs[start:end], pos: cp.Positions[start:end], res: results[start:end]}
+		acked, err := p.processOffsetBatch(ctx, ob, &saved)
+		if err != nil {
+			return results, saved, err
+		}
+		start += acked
+		if start < end && results[start].Outcome == Retry { // the later messages wait for it
+			for i := start + 1; i < len(msgs); i++ {
+				results[i] = Result{Outcome: Retry, Err: errOrderedSkip, RetryAfter: p.cfg.Backoff(1)}
+			}
+			break
+		}
+	}
+	return results, saved, nil
+}
+
+// offsetBatch is one transaction's messages of ProcessOffsets.
+type offsetBatch struct {
+	src, part string
+	msgs      []*Message
+	pos       []int64
+	res       []Result
+	// done is how many leading messages the transaction committed;
+	// culprit the index of the message that failed (-1: none) with its
+	// error.
+	done    int
+	culprit int
+	herr    error
+}
+
+// processOffsetBatch runs one batch with its hooks and transient retries,
+// records the culprit's attempt after the commit, and returns how many
+// leading messages are acked.
+func (p *Processor[TTx]) processOffsetBatch(ctx context.Context, ob *offsetBatch, saved *int64) (acked int, err error) {
+	var ends []func(error)
+	for _, h := range p.startHooks {
+		var end func(error)
+		ctx, end = h.OnBatchStart(ctx, len(ob.msgs))
+		ends = append(ends, end)
+	}
+	defer func() {
+		for _, end := range ends {
+			end(err)
+		}
+	}()
+	p.fillDefaults(ob.msgs)
+	info := BatchInfo{Size: len(ob.msgs)}
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		ob.done, ob.culprit, ob.herr = 0, -1, nil
+		err = p.runOffsets(ctx, ob, *saved, &info)
+		if err == nil || !p.driver.IsTransient(err) || attempt >= p.cfg.TransientRetries || ctx.Err() != nil {
+			break
+		}
+		info.Transient++
+	}
+	info.Duration, info.Err, info.New = time.Since(start), err, ob.done
+	if err == nil {
+		acked, err = p.offsetOutcomes(ctx, ob, saved)
+	}
+	for _, h := range p.batchHooks {
+		h.OnBatch(ctx, info)
+	}
+	if err != nil {
+		return acked, fmt.Errorf("txinbox: batch of %d messages not committed: %w", len(ob.msgs), err)
+	}
+	for i, m := range ob.msgs[:min(acked+1, len(ob.msgs))] {
+		for _, h := range p.outcomeHooks {
+			h.OnOutcome(ctx, m, ob.res[i])
+		}
+	}
+	return acked, nil
+}
+
+// fillDefaults fills in the Scope and ReceivedAt of messages that lack
+// them, as prepare does.
+func (p *Processor[TTx]) fillDefaults(msgs []*Message) {
+	now := p.cfg.Now()
+	for _, m := range msgs {
+		if m.Scope == "" {
+			m.Scope = p.cfg.Scope
+		}
+		if m.ReceivedAt.IsZero() {
+			m.ReceivedAt = now
+		}
+	}
+}
+
+// offsetOutcomes sets the results of a committed batch. The culprit's
+// failed attempt is recorded; when that dead-letters it, the checkpoint
+// moves past it in a transaction of its own, so that a restart does not
+// run it again.
+func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, saved *int64) (int, error) {
+	if ob.done > 0 {
+		*saved = ob.pos[ob.done-1]
+	}
+	for i := range ob.done {
+		ob.res[i] = Result{Outcome: Processed}
+	}
+	if ob.culprit < 0 {
+		return ob.done, nil
+	}
+	m := ob.msgs[ob.culprit]
+	h := m.PayloadHash()
+	it := &item{msg: m, row: store.ClaimRow{Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source,
+		SourcePosition: m.SourcePosition, PartitionKey: m.PartitionKey, PayloadHash: h[:], ReceivedAt: m.ReceivedAt}}
+	p.markFailed(it, ob.herr)
+	p.afterCommit(ctx, &batch{items: []*item{it}})
+	ob.res[ob.culprit] = it.res
+	if it.res.Outcome != DeadLettered {
+		return ob.done, nil
+	}
+	if err := p.skipDeadLetter(ctx, ob, *saved); err != nil {
+		// Not acked: redelivered, it fails again and is found
+		// dead-lettered (RecordFailures does not store it twice).
+		ob.res[ob.culprit] = Result{Outcome: Retry, Err: err, RetryAfter: p.cfg.Backoff(1)}
+		return ob.done, nil
+	}
+	*saved = ob.pos[ob.culprit]
+	return ob.done + 1, nil
+}
+
+// skipDeadLetter moves the checkpoint past the dead-lettered culprit.
+func (p *Processor[TTx]) skipDeadLetter(ctx context.Context, ob *offsetBatch, saved int64) error {
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	adv, ok := tx.(store.CheckpointAdvancer)
+	if !ok {
+		return errNoAdvancer
+	}
+	moved, err := adv.AdvanceCheckpoint(ctx, p.offsetCheckpoint(ob, ob.pos[ob.culprit]), saved)
+	if err == nil && !moved {
+		err = ErrCheckpointMoved
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (p *Processor[TTx]) offsetCheckpoint(ob *offsetBatch, pos int64) store.Checkpoint {
+	return store.Checkpoint{Scope: p.cfg.Scope, Source: ob.src, Partition: ob.part, Position: pos}
+}
+
+// runOffsets is one transaction attempt: the checkpoint moves to the
+// batch's last position as its first statement (with the BEGIN, one round
+// trip), the handlers run, and it commits. When a handler fails, the work
+// is rolled back and redone message by message (offsetPrefix).
+func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved int64, info *BatchInfo) error {
+	tx, _, err := p.beginOffsets(ctx, p.offsetCheckpoint(ob, ob.pos[len(ob.pos)-1]), saved)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	handlerStart := time.Now()
+	herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), ob.msgs))
+	info.HandlerDuration = time.Since(handlerStart)
+	if herr == nil {
+		commitStart := time.Now()
+		err := tx.Commit(ctx)
+		info.CommitDuration = time.Since(commitStart)
+		if err == nil {
+			ob.done = len(ob.msgs)
+		}
+		return err
+	}
+	var bt *store.BrokenTxError
+	broken := errors.As(herr, &bt)
+	var df *dbFault
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && (!broken || !bt.Lost) {
+		return errors.Join(err, herr)
+	}
+	if ctx.Err() != nil || errors.As(herr, &df) || (!broken && p.driver.IsTransient(herr)) {
+		return errors.Join(ctx.Err(), herr)
+	}
+	info.Redone = true
+	return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+}
+
+// beginOffsets begins a transaction of ProcessOffsets by moving the
+// checkpoint from saved to cp.Position.
+func (p *Processor[TTx]) beginOffsets(ctx context.Context, cp store.Checkpoint, saved int64) (store.Tx[TTx], store.CheckpointAdvancer, error) {
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	adv, ok := tx.(store.CheckpointAdvancer)
+	if !ok {
+		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // nothing began
+		return nil, nil, errNoAdvancer
+	}
+	moved, err := adv.AdvanceCheckpoint(ctx, cp, saved)
+	if err == nil && !moved {
+		err = ErrCheckpointMoved
+	}
+	if err != nil {
+		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error is err
+		return nil, nil, err
+	}
+	return tx, adv, nil
+}
+
+// offsetPrefix redoes the batch after a handler failed: each of the first
+// limit messages runs under a savepoint, up to the first that fails; the
+// transaction commits those before it, with the checkpoint at the last of
+// them. A handler that loses the transaction itself is the culprit, and
+// the prefix before it is redone in a new transaction.
+func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, saved int64, limit int) error {
+	// The checkpoint is locked where it is before any handler runs; it
+	// moves once the prefix is known.
+	tx, adv, err := p.beginOffsets(ctx, p.offsetCheckpoint(ob, saved), saved)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	for i := range limit {
+		if err := tx.Savepoint(ctx); err != nil {
+			return err
+		}
+		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), ob.msgs[i:i+1]))
+		if herr == nil {
+			if err := tx.ReleaseSavepoint(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if df := (*dbFault)(nil); errors.As(herr, &df) {
+			return herr
+		}
+		ob.culprit, ob.herr = i, herr
+		if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
+			// The prefix before it is redone; a message of it that fails
+			// this time becomes the culprit instead.
+			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // lost already
+			return p.offsetPrefix(ctx, ob, saved, i)
+		}
+		if err := tx.RollbackToSavepoint(ctx); err != nil {
+			return errors.Join(err, herr)
+		}
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), herr)
+		}
+		limit = i
+		break
+	}
+	if limit == 0 {
+		return nil // nothing to commit: the first message failed
+	}
+	if _, err := adv.AdvanceCheckpoint(ctx, p.offsetCheckpoint(ob, ob.pos[limit-1]), saved); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	ob.done = limit
+	return nil
+}

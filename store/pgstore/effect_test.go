@@ -1,0 +1,73 @@
+package pgstore_test
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+)
+
+// TestDeclarativeEffect: an effect given as SQL runs in the claim's
+// statement, once per new message: duplicates, drift and dead letters run
+// nothing, a message the effect's table refuses fails alone (the batch is
+// split down to it), and the headers reach the statement.
+func TestDeclarativeEffect(t *testing.T) {
+	d, ctx := driverWithEffects(t, `CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL CHECK (message_id <> 'poison'),
+		body bytea, kind text)`)
+	pool := d.Pool()
+	stmt := `INSERT INTO effects SELECT scope, message_id, payload, headers->0->>'value' FROM new_messages`
+	if err := d.CheckEffect(ctx, []string{stmt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckEffect(ctx, []string{"INSERT INTO no_such_table SELECT * FROM new_messages"}); err == nil ||
+		!strings.Contains(err.Error(), "no_such_table") {
+		t.Errorf("CheckEffect of an unknown table: %v", err)
+	}
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Effect: &txinbox.Effect{Statements: []string{stmt}, Headers: func(m *txinbox.Message) (string, error) {
+			if len(m.Headers) == 0 {
+				return "", errors.New("no headers")
+			}
+			return `[{"key":"kind","value":"` + m.Headers[0].Value + `"}]`, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := func(id, body string) *txinbox.Message {
+		return &txinbox.Message{ID: id, Payload: []byte(body), Headers: []txinbox.Header{{Key: "kind", Value: "invoice"}}}
+	}
+	process := func(msgs ...*txinbox.Message) []txinbox.Outcome { t.Helper(); return outcomes(t, p, msgs...) }
+	noHeaders := &txinbox.Message{ID: "bare", Payload: []byte("x")}
+	got := process(m("a", "A"), m("b", "B"), m("poison", "P"), m("c", "C"), noHeaders)
+	want := []txinbox.Outcome{txinbox.Processed, txinbox.Processed, txinbox.DeadLettered, txinbox.Processed, txinbox.DeadLettered}
+	if !slices.Equal(got, want) {
+		t.Errorf("first batch: %v, want %v", got, want)
+	}
+	got = process(m("a", "A"), m("b", "other"), m("d", "D"), m("poison", "P"))
+	want = []txinbox.Outcome{txinbox.Duplicate, txinbox.Drift, txinbox.Processed, txinbox.DeadLettered}
+	if !slices.Equal(got, want) {
+		t.Errorf("second batch: %v, want %v", got, want)
+	}
+	// Autocommitted with its checkpoint: one statement.
+	if _, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{m("e", "E")}, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{6}}); err != nil {
+		t.Fatal(err)
+	}
+	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps["0"] != 6 {
+		t.Errorf("checkpoints %v, %v; want partition 0 at 6", cps, err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT message_id || ':' || convert_from(body, 'UTF8') || ':' || kind FROM effects ORDER BY 1`)
+	effects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(effects, " ") != "a:A:invoice b:B:invoice c:C:invoice d:D:invoice e:E:invoice" {
+		t.Errorf("effects %v", effects)
+	}
+}

@@ -1,0 +1,51 @@
+package pgstore
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store"
+)
+
+var _ store.CheckpointAdvancer = (*pgTx)(nil)
+
+// advanceSQL moves a partition's checkpoint from $5 (-1: none) to $4, and
+// returns 1 when it did, 0 when the saved checkpoint is elsewhere. The
+// UPDATE locks the row: a concurrent transaction of the partition waits,
+// then (READ COMMITTED re-checks the WHERE on the committed row) finds the
+// position moved and matches nothing. Two first checkpoints conflict on
+// the primary key: the second waits, then does nothing. The guard CTE
+// arms the commit guard, as the claim does: this is the first statement
+// of a batch that writes no inbox row.
+func advanceSQL(t schema.Tables) string {
+	return t.Expand(guardCTE + `,
+up AS (UPDATE {checkpoints} SET position = $4, updated_at = now()
+       WHERE scope = $1 AND source = $2 AND partition = $3 AND position = $5::bigint
+       RETURNING 1),
+ins AS (INSERT INTO {checkpoints} (scope, source, partition, position, updated_at)
+        SELECT $1, $2, $3, $4, now() WHERE $5::bigint = -1
+        ON CONFLICT (scope, source, partition) DO NOTHING
+        RETURNING 1)
+SELECT (SELECT count(*) FROM up) + (SELECT count(*) FROM ins)`)
+}
+
+// AdvanceCheckpoint implements store.CheckpointAdvancer. As the first
+// statement of the transaction it travels with the BEGIN, in one round
+// trip.
+func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previous int64) (bool, error) {
+	var n int64
+	args := []any{cp.Scope, cp.Source, cp.Partition, cp.Position, previous}
+	if t.tx != nil {
+		err := t.tx.QueryRow(ctx, t.q.advance, args...).Scan(&n)
+		return n == 1, err
+	}
+	b := &pgx.Batch{}
+	b.BeginTx(txOptions)
+	b.Queue(t.q.advance, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&n) })
+	br := t.pool.SendBatch(ctx, b)
+	t.tx = br.Tx() // rolled back (or closed) by the caller on error
+	err := br.Close()
+	return n == 1, err
+}
