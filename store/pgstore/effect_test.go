@@ -71,3 +71,34 @@ func TestDeclarativeEffect(t *testing.T) {
 		t.Errorf("effects %v", effects)
 	}
 }
+
+// TestDeclarativeEffectRefusal: a new message with a Refusal (a source's
+// delivery-count guard) is dead-lettered and its declarative effect does
+// not commit, alone or with a checkpoint (the autocommitted form), while
+// the rest of its batch takes effect once.
+func TestDeclarativeEffectRefusal(t *testing.T) {
+	d, ctx := driverWithEffects(t, `CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)`)
+	stmt := `INSERT INTO effects SELECT scope, message_id FROM new_messages`
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Effect: &txinbox.Effect{Statements: []string{stmt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooOften := txinbox.Permanent(errors.New("delivered 3 times, more than MaxDeliveries (2)"))
+	res, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{{ID: "ok", Payload: []byte("x")},
+		{ID: "refused", Payload: []byte("x"), Refusal: tooOften}}, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != txinbox.Processed || res[1].Outcome != txinbox.DeadLettered {
+		t.Errorf("outcomes %v, %v; want processed, dead-lettered", res[0].Outcome, res[1].Outcome)
+	}
+	rows, _ := d.Pool().Query(ctx, `SELECT message_id FROM effects ORDER BY 1`)
+	effects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(effects, " ") != "ok" {
+		t.Errorf("effects %v, want only ok's", effects)
+	}
+}
