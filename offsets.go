@@ -248,14 +248,8 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		}
 		return err
 	}
-	var bt *store.BrokenTxError
-	broken := errors.As(herr, &bt)
-	var df *dbFault
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && (!broken || !bt.Lost) {
-		return errors.Join(err, herr)
-	}
-	if ctx.Err() != nil || errors.As(herr, &df) || (!broken && p.driver.IsTransient(herr)) {
-		return errors.Join(ctx.Err(), herr)
+	if err := p.rollbackFailed(ctx, tx, herr); err != nil {
+		return err
 	}
 	info.Redone = true
 	return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))

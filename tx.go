@@ -60,6 +60,23 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		}
 		return p.commit(ctx, tx, b)
 	}
+	if err := p.rollbackFailed(ctx, tx, herr); err != nil {
+		return err
+	}
+	info.Redone = true
+	b.resetClassification()
+	if culprit != nil {
+		p.markFailed(culprit, herr)
+		culprit.excluded = true
+	}
+	return p.runWithSavepoints(ctx, b)
+}
+
+// rollbackFailed rolls back a transaction whose handler failed with herr.
+// It returns the error the call must end with (the rollback failed, the
+// context ended, the database or the network failed, a transient error),
+// or nil when the work is to be redone a message at a time.
+func (p *Processor[TTx]) rollbackFailed(ctx context.Context, tx store.Tx[TTx], herr error) error {
 	var bt *store.BrokenTxError
 	broken := errors.As(herr, &bt)
 	var df *dbFault
@@ -69,13 +86,7 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	if ctx.Err() != nil || errors.As(herr, &df) || (!broken && p.driver.IsTransient(herr)) {
 		return errors.Join(ctx.Err(), herr)
 	}
-	info.Redone = true
-	b.resetClassification()
-	if culprit != nil {
-		p.markFailed(culprit, herr)
-		culprit.excluded = true
-	}
-	return p.runWithSavepoints(ctx, b)
+	return nil
 }
 
 // afterHandler returns the error of a handler that returned herr, with
