@@ -145,7 +145,11 @@ func (p *Processor[TTx]) processOffsetBatch(ctx context.Context, ob *offsetBatch
 	if err != nil {
 		return acked, fmt.Errorf("txinbox: batch of %d messages not committed: %w", len(ob.msgs), err)
 	}
-	for i, m := range ob.msgs[:min(acked+1, len(ob.msgs))] {
+	reported := ob.done // the committed messages, and the culprit's outcome
+	if ob.culprit >= 0 {
+		reported = ob.culprit + 1
+	}
+	for i, m := range ob.msgs[:min(reported, len(ob.msgs))] {
 		for _, h := range p.outcomeHooks {
 			h.OnOutcome(ctx, m, ob.res[i])
 		}
@@ -188,9 +192,12 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	p.markFailed(it, ob.herr)
 	p.afterCommit(ctx, &batch{items: []*item{it}})
 	ob.res[ob.culprit] = it.res
-	if it.res.Outcome != DeadLettered {
+	if !it.res.Outcome.Ack() {
 		return ob.done, nil
 	}
+	// Dead-lettered now, or (an inbox row of the key from before this
+	// mode) a duplicate or drift: acked either way, so the checkpoint
+	// moves past it; a Retry alone holds the partition.
 	if err := p.skipDeadLetter(ctx, ob, *saved); err != nil {
 		// Not acked: redelivered, it fails again and is found
 		// dead-lettered (RecordFailures does not store it twice).

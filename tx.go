@@ -19,9 +19,12 @@ var errOrderedSkip = errors.New("txinbox: not run: an earlier message with the s
 // only when a handler fails is the work rolled back and redone with a
 // savepoint per message, so that savepoints cost nothing on the happy path.
 func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo) error {
-	// A refused message must fail in a transaction (callHandler), which
-	// rolls back its claim and effect: not in the autocommitted form.
-	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() {
+	// The autocommitted form records drift after its commit, so it takes
+	// no checkpoint: a crash between the two would leave the checkpoint
+	// past a drifted copy whose drift was never recorded. And a refused
+	// message must fail in a transaction (callHandler), which rolls back
+	// its claim and effect.
+	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && b.cp == nil && len(b.noID) == 0 && !b.refused() {
 		return p.runCommitted(ctx, ec, b, info)
 	}
 	tx, err := p.driver.Begin(ctx)
@@ -268,23 +271,18 @@ func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 	}
 }
 
-// runCommitted runs a batch of a declarative effect (Config.Effect) as one
-// statement that commits on its own: the claim, the effect and the
-// checkpoint (every outcome is acked: no handler can fail). The drift it
-// finds is recorded afterwards, in a transaction of its own; should that
-// fail, Process fails and the redelivery records it.
+// runCommitted runs a batch of a declarative effect (Config.Effect) without
+// a checkpoint as one statement that commits on its own: the claim and the
+// effect (every outcome is acked: no handler can fail). The drift it finds
+// is recorded afterwards, in a transaction of its own; should that fail,
+// Process fails, nothing is acked and the redelivery records it.
 func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
 	rows := make([]store.EffectRow, len(b.items))
 	for i, it := range b.items {
 		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
 	}
-	var cp *store.Checkpoint
-	if b.cp != nil && len(b.cp.Positions) > 0 {
-		cp = &store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
-			Position: b.cp.Positions[len(b.cp.Positions)-1]}
-	}
 	start := time.Now()
-	claims, err := ec.CommitEffect(ctx, rows, p.cfg.Effect.Statements, cp)
+	claims, err := ec.CommitEffect(ctx, rows, p.cfg.Effect.Statements, nil)
 	b.commitTime = time.Since(start)
 	if err != nil {
 		return err

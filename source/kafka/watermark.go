@@ -55,8 +55,10 @@ func (c *Consumer) processOffsets(ctx context.Context, tp topicPartition, msgs [
 	res, _, err := c.proc.(offsetsProcessor).ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{
 		Source: tp.topic, Partition: part, Positions: positions, Saved: saved})
 	if errors.Is(err, txinbox.ErrCheckpointMoved) {
-		if cps, rerr := c.proc.Checkpoints(ctx, tp.topic); rerr == nil {
-			if wm, ok := cps[part]; ok {
+		// Read as at assignment: a watermark at or past the partition's
+		// end (left by a deleted topic of the same name) is not taken.
+		if wms, rerr := c.watermarks(ctx, tp.topic); rerr == nil {
+			if wm, ok := wms[tp.partition]; ok {
 				c.setWatermark(tp, wm)
 			}
 		}

@@ -55,7 +55,8 @@ func TestDeclarativeEffect(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("second batch: %v, want %v", got, want)
 	}
-	// Autocommitted with its checkpoint: one statement.
+	// With a checkpoint: saved in the claim's transaction (the drift of a
+	// batch must commit with its checkpoint).
 	if _, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{m("e", "E")}, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{6}}); err != nil {
 		t.Fatal(err)
 	}
