@@ -11,7 +11,9 @@ import (
 )
 
 // authenticate returns the actor of r's credentials: the basic-auth user
-// name, or "token" for a bearer token. Comparisons take constant time.
+// name, "token" for a bearer token, or "token:NAME" for the token given as
+// a basic-auth password (the name is the client's word, so it is never
+// taken for a configured user's). Comparisons take constant time.
 func (c *console) authenticate(r *http.Request) (string, bool) {
 	a := c.cfg.Auth
 	if h := r.Header.Get("Authorization"); a.Token != "" && strings.HasPrefix(h, "Bearer ") {
@@ -25,7 +27,7 @@ func (c *console) authenticate(r *http.Request) (string, bool) {
 		return user, true
 	}
 	if a.Token != "" && equal(pass, a.Token) {
-		return user, true
+		return "token:" + user, true
 	}
 	return "", false
 }

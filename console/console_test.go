@@ -240,3 +240,18 @@ func TestDeadLetterPagesFollowTheKey(t *testing.T) {
 		t.Errorf("followed %d pages showing %d dead letters, want 3 pages and 120", pages, len(seen))
 	}
 }
+
+// TestTokenActorIsNotAUser: the token given as a basic-auth password is
+// audited as "token:NAME", so a client that knows the token cannot act in
+// the name of a configured user.
+func TestTokenActorIsNotAUser(t *testing.T) {
+	e := newEnv(t, console.Auth{Token: "tok-123", Users: admin.Users})
+	id := e.deadLetter("inv-tok", "A")
+	page := fmt.Sprintf("/ui/dead-letters/%d", id)
+	_, body := e.get(page, basic("ops", "tok-123"))
+	code, body := e.post(page+"/drop", url.Values{"reason": {"junk"}, "csrf": {e.csrfOf(body)}}, basic("ops", "tok-123"))
+	if code != http.StatusOK {
+		t.Fatalf("drop with the token = %d: %s", code, body)
+	}
+	e.wantAudit("drop-dead-letter", "console:token:ops", "junk")
+}

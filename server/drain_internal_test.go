@@ -97,4 +97,15 @@ func TestPurgeScopesOnlyWhenRetentionsDiffer(t *testing.T) {
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("kafka at 60d: %+v, want as4 30d and kafka 60d", got)
 	}
+	// Two sources of one scope: one pass, at the longer retention (the
+	// shorter would purge the rows the other's broker can still resend).
+	shared := Source{Name: "amqp", Scope: "kafka", Source: stuckSource{}, Retention: Retention{Keep: 10 * day}}
+	srv, err = New(Config{Retention: Retention{Keep: 30 * day}, Sources: []Source{src("kafka", 60*day), shared}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = srv.PurgeScopes()
+	if len(got) != 1 || got[0] != (purge.ScopeRetention{Scope: "kafka", Retention: 60 * day}) {
+		t.Errorf("kafka at 60d and amqp into the same scope at 10d: %+v, want kafka 60d once", got)
+	}
 }

@@ -214,14 +214,25 @@ func (s *Server) startPurger(ctx context.Context) (func(), error) {
 	return func() { cancel(); <-done }, nil
 }
 
-// scopeRetentions are the scopes the server runs with their retentions.
+// scopeRetentions are the scopes the server runs with their retentions,
+// each scope once (with the longest retention of the sources that feed it).
 func (s *Server) scopeRetentions() []purge.ScopeRetention {
 	var out []purge.ScopeRetention
+	at := map[string]int{}
+	keep := func(scope string, r Retention) {
+		d := r.or(s.cfg.Retention).Keep
+		if i, ok := at[scope]; ok { // two sources of one scope: the longer retention covers both
+			out[i].Retention = max(out[i].Retention, d)
+			return
+		}
+		at[scope] = len(out)
+		out = append(out, purge.ScopeRetention{Scope: scope, Retention: d})
+	}
 	for _, e := range s.cfg.Endpoints {
-		out = append(out, purge.ScopeRetention{Scope: e.Scope, Retention: e.Retention.or(s.cfg.Retention).Keep})
+		keep(e.Scope, e.Retention)
 	}
 	for _, src := range s.cfg.Sources {
-		out = append(out, purge.ScopeRetention{Scope: src.Scope, Retention: src.Retention.or(s.cfg.Retention).Keep})
+		keep(src.Scope, src.Retention)
 	}
 	return out
 }

@@ -179,6 +179,9 @@ func (o serveOptions) validate() error {
 		return o.AS4Security.check()
 	case o.AS4RequireSignature && o.AS4Security.Trust == "":
 		return errors.New("--as4-require-signature needs --as4-trust: only a verified signature counts")
+	case o.AS4Listen != "" && o.Effect == effectSQL && setBased(o.EffectSQL):
+		return errors.New("--effect-sql: the AS4 endpoint runs its statements per message, where new_messages does not exist: " +
+			"give statements with $N parameters (see txinbox serve -h) or run the AS4 endpoint in a serve of its own")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	}

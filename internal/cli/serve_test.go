@@ -389,6 +389,13 @@ func TestServeEffects(t *testing.T) {
 		if code != cli.ExitUsage || !strings.Contains(errs, "needs at least one --effect-sql") {
 			t.Errorf("code %d, %q", code, errs)
 		}
+		// new_messages exists only in a broker batch's claim: the AS4
+		// endpoint, which runs its statements per message, refuses it.
+		_, errs, code = run(t, "serve", "--db", filepath.Join(t.TempDir(), "d.db"), "--as4-listen", "127.0.0.1:0",
+			"--effect", "sql", "--effect-sql", "INSERT INTO received SELECT scope, message_id FROM new_messages")
+		if code != cli.ExitUsage || !strings.Contains(errs, "new_messages does not exist") {
+			t.Errorf("set-based statements with AS4: code %d, %q", code, errs)
+		}
 	})
 }
 
