@@ -92,7 +92,24 @@ func Start(ctx context.Context, o Options) (*Running, error) {
 		return nil, err
 	}
 	r.cleanup = cleanup
+	if err := r.check(o); err != nil {
+		r.Stop() //nolint:errcheck // the mismatch matters
+		return nil, fmt.Errorf("brokers: %s: %w (an older txinbox-brokers? set TXINBOX_BROKERS_BIN or rebuild it)", path, err)
+	}
 	return r, nil
+}
+
+// check refuses an address line that lacks what o asked for.
+func (r *Running) check(o Options) error {
+	switch {
+	case len(r.KafkaSeeds) != o.Kafka:
+		return fmt.Errorf("%d Kafka seeds for %d brokers asked", len(r.KafkaSeeds), o.Kafka)
+	case o.NATS && r.NATSURL == "":
+		return errors.New("no NATS URL")
+	case o.SQS && r.SQSEndpoint == "":
+		return errors.New("no SQS endpoint")
+	}
+	return nil
 }
 
 // launch starts the program and reads its address line.
