@@ -79,6 +79,9 @@ func (r *report) handle(ev event) {
 		if ev.Action == "output" && ev.Output != "PASS\n" {
 			fmt.Fprint(r.w, ev.Output)
 		}
+		if ev.Action == "fail" {
+			r.printUnfinished(ev.Package)
+		}
 		return
 	}
 	key := ev.Package + "\x00" + ev.Test
@@ -100,6 +103,23 @@ func (r *report) handle(ev event) {
 			}
 		}
 		delete(r.outputs, key)
+	}
+}
+
+// printUnfinished prints the output of pkg's tests that never ended: the
+// test binary exited or crashed in the middle of them, and go test sends
+// no fail event for the test itself.
+func (r *report) printUnfinished(pkg string) {
+	var keys []string
+	for k := range r.outputs {
+		if strings.HasPrefix(k, pkg+"\x00") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		r.printFailure(r.outputs[k])
+		delete(r.outputs, k)
 	}
 }
 

@@ -102,3 +102,19 @@ func TestNotApplicableSkips(t *testing.T) {
 		t.Errorf("printSkips = %d, want 1: the conformance skip does not apply, the missing database counts", n)
 	}
 }
+
+// TestReportCrashedTest: a test binary that exits in the middle of a test
+// sends no fail event for it; its output still reaches the report.
+func TestReportCrashedTest(t *testing.T) {
+	const crashed = `{"Action":"run","Package":"example.com/c","Test":"TestExit"}
+{"Action":"output","Package":"example.com/c","Test":"TestExit","Output":"=== RUN   TestExit\n"}
+{"Action":"output","Package":"example.com/c","Test":"TestExit","Output":"    c_test.go:7: about to exit\n"}
+{"Action":"output","Package":"example.com/c","Output":"FAIL\texample.com/c\t0.01s\n"}
+{"Action":"fail","Package":"example.com/c"}
+`
+	var out strings.Builder
+	newReport(&out).read(strings.NewReader(crashed))
+	if got := out.String(); !strings.Contains(got, "c_test.go:7: about to exit") || strings.Contains(got, "=== RUN") {
+		t.Errorf("the crashed test's output is not reported (or with its progress line):\n%s", got)
+	}
+}
