@@ -14,6 +14,7 @@ import (
 type timelineCache struct {
 	until time.Time
 	mcs   []store.MinuteCount
+	err   error // a query that ran out of time: kept as long, not run again by every viewer
 }
 
 // The counts are kept timelineTTL, or ten times as long as their query
@@ -35,7 +36,7 @@ func (c *console) outcomes(ctx context.Context) ([]store.MinuteCount, error) {
 	defer c.timelineMu.Unlock()
 	start := now()
 	if start.Before(c.timeline.until) {
-		return c.timeline.mcs, nil
+		return c.timeline.mcs, c.timeline.err
 	}
 	qctx, cancel := context.WithTimeout(ctx, timelineTimeout)
 	defer cancel()
@@ -43,6 +44,7 @@ func (c *console) outcomes(ctx context.Context) ([]store.MinuteCount, error) {
 	if err != nil {
 		if qctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("the last hour holds too many rows to count within %s (read the Prometheus metrics instead): %w", timelineTimeout, err)
+			c.timeline = timelineCache{until: now().Add(max(timelineTTL, 10*now().Sub(start))), err: err}
 		}
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,5 +50,30 @@ func TestConsoleMounted(t *testing.T) {
 	_, err = server.New(server.Config{Console: &console.Config{}})
 	if err == nil || !strings.Contains(err.Error(), "Admin") {
 		t.Errorf("a console without Admin: %v, want an error naming Admin", err)
+	}
+}
+
+// quitter is a source whose Run returns nil at once, as if done.
+type quitter struct{}
+
+func (quitter) Run(context.Context) error { return nil }
+
+// TestSourceThatStopsByItselfFails: a source whose Run returns before the
+// server stops is a failure naming it, not a silent end while /readyz
+// stays ok.
+func TestSourceThatStopsByItselfFails(t *testing.T) {
+	t.Parallel()
+	srv, err := server.New(server.Config{Logger: quiet(), ShutdownTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Add(server.Source{Name: "early", Scope: "s", Source: quitter{}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "early source: stopped by itself") {
+		t.Errorf("Run = %v, want the early source named", err)
 	}
 }

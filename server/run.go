@@ -99,7 +99,15 @@ func (s *Server) startUnits(ctx context.Context, units []unit, wg *sync.WaitGrou
 	for i, u := range units {
 		wg.Go(func() {
 			defer stopped[i].Store(true)
-			if err := u.run(ctx); err != nil {
+			err := u.run(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("stopped by itself before the server stopped")
+			}
+			switch {
+			case err == nil:
+			case u.scope == "": // a relay
+				failed <- fmt.Errorf("%s: %w", u.name, err)
+			default:
 				failed <- fmt.Errorf("%s source: %w", u.name, err)
 			}
 		})
