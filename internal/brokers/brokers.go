@@ -184,15 +184,6 @@ func StartKafka(ctx context.Context, n int) (seeds []string, stop func(), err er
 	return r.KafkaSeeds, func() { r.Stop() }, nil //nolint:errcheck // best effort
 }
 
-// StartNATS starts NATS with JetStream and returns its URL and a function
-// that stops it.
-func StartNATS(ctx context.Context) (url string, stop func(), err error) {
-	r, err := Start(ctx, Options{NATS: true})
-	if err != nil {
-		return "", nil, err
-	}
-	return r.NATSURL, func() { r.Stop() }, nil //nolint:errcheck // best effort
-}
 
 // StartSQS starts the SQS fake and returns its endpoint and a function
 // that stops it.

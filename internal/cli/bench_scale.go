@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -227,7 +226,7 @@ func (be *benchEnv) awaitEffects(ctx context.Context, want int64, procs []*serve
 		} else if time.Since(lastChange) > 3*time.Minute {
 			var logs []string
 			for _, p := range procs {
-				logs = append(logs, p.stderr.tail())
+				logs = append(logs, p.stderr.String())
 			}
 			return fmt.Errorf("scale-out: stuck at %d of %d effects for 3 minutes; the serve processes' logs: %s", got, want, strings.Join(logs, "\n---\n"))
 		}
@@ -250,7 +249,7 @@ type serveChild struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
-	stderr *syncWriter
+	stderr *tailBuffer
 }
 
 // startServe starts a serve process consuming topic in group into the
@@ -267,7 +266,7 @@ func (be *benchEnv) startServe(seeds []string, topic, group string) (*serveChild
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	c := &serveChild{cmd: cmd, done: make(chan struct{}), stderr: &syncWriter{}}
+	c := &serveChild{cmd: cmd, done: make(chan struct{}), stderr: &tailBuffer{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("scale-out: starting %s serve (--serve-bin): %w", be.o.serveBin, err)
@@ -284,7 +283,7 @@ func anyExited(procs []*serveChild) error {
 	for _, p := range procs {
 		select {
 		case <-p.done:
-			return fmt.Errorf("scale-out: a serve process exited (%v): %s", p.err, p.stderr.tail())
+			return fmt.Errorf("scale-out: a serve process exited (%v): %s", p.err, p.stderr.String())
 		default:
 		}
 	}
@@ -315,24 +314,4 @@ func serveBinary() string {
 		return "txinbox"
 	}
 	return p
-}
-
-// syncWriter keeps what a serve process writes to stderr.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}
-
-// tail is the last 2 kB written.
-func (w *syncWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf[max(0, len(w.buf)-2048):])
 }
