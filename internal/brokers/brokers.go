@@ -184,7 +184,6 @@ func StartKafka(ctx context.Context, n int) (seeds []string, stop func(), err er
 	return r.KafkaSeeds, func() { r.Stop() }, nil //nolint:errcheck // best effort
 }
 
-
 // StartSQS starts the SQS fake and returns its endpoint and a function
 // that stops it.
 func StartSQS(ctx context.Context) (endpoint string, stop func(), err error) {
