@@ -209,13 +209,6 @@ func printStatusJSON(w io.Writer, db *inboxDB, s store.ScopeStats, scopes []stor
 		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob})
 }
 
-func timeOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC()
-}
-
 // driftParent is txinbox drift: list and show.
 func driftParent() *parentCommand {
 	return &parentCommand{commandInfo{Name: "drift", Summary: "ids seen again with another payload: drift list|show ID",

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -232,3 +233,15 @@ func (db *inboxDB) tables() schema.Tables {
 
 // outboxTable is the quoted name of the outbox table.
 func (db *inboxDB) outboxTable() string { return db.tables().Outbox }
+
+// outboxStore is the outbox table of db.
+func (db *inboxDB) outboxStore() outbox.Store {
+	if db.pg != nil {
+		return outbox.PostgreSQL(db.pg)
+	}
+	return outbox.SQLite(db.lite)
+}
+
+// txExecFunc executes one statement in a store's transaction (pgTxExec,
+// sqlTxExec).
+type txExecFunc[TTx any] func(ctx context.Context, tx TTx, sql string, args ...any) error

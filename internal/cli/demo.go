@@ -17,6 +17,9 @@ import (
 type demoCommand struct {
 	o   demoOptions
 	log logFlags
+	// invoicer runs --scenario invoicer (runInvoicerDemo): set by the
+	// command list, as the invoicer scenario builds on this package.
+	invoicer func(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions) int
 }
 
 func (c *demoCommand) info() commandInfo {
@@ -52,7 +55,7 @@ func (c *demoCommand) run(ctx context.Context, in *invocation) int {
 	}
 	logger.Info("txinbox demo: starting", "source", c.o.source, "messages", c.o.messages, "duplicates", c.o.duplicates,
 		"crashes", c.o.crashes, "scenario", c.o.invoicer.scenario)
-	return runDemo(ctx, in.env, in.fs.FlagSet, c.o)
+	return runDemo(ctx, in.env, in.fs.FlagSet, c.o, c.invoicer)
 }
 
 type demoOptions struct {
@@ -68,6 +71,21 @@ type demoOptions struct {
 	amqpURL    string
 	external   demoExternal    // brokers given by flags instead of txinbox-brokers
 	invoicer   invoicerOptions // --scenario invoicer (demo_invoicer.go)
+}
+
+// invoicerOptions are the flags of the invoicer scenario.
+type invoicerOptions struct {
+	scenario      string
+	invoices      int
+	timeout       time.Duration
+	partnerSchema string
+}
+
+func (o *invoicerOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.scenario, "scenario", "", "run another scenario: invoicer (Kafka -> inbox -> INVOIC -> outbox -> AS4 partner, 3 processes SIGKILLed)")
+	intFlag(fs, &o.invoices, "invoices", 200, 1, "--scenario invoicer: unique InvoiceIssued events")
+	durationFlag(fs, &o.timeout, "timeout", 2*time.Minute, false, "--scenario invoicer: fail if the invoices are not all delivered by then")
+	fs.StringVar(&o.partnerSchema, "partner-schema", "partner", "--scenario invoicer on PostgreSQL: the schema of the partner's tables")
 }
 
 // demoSummary is the demo's result; --json prints it as one object.
@@ -110,10 +128,11 @@ func (o *demoOptions) define(fs *flag.FlagSet, env *Env) {
 	o.invoicer.register(fs)
 }
 
-// runDemo runs the demo that o describes.
-func runDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions) int {
+// runDemo runs the demo that o describes (invoicer: --scenario invoicer).
+func runDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions,
+	invoicer func(context.Context, *Env, *flag.FlagSet, demoOptions) int) int {
 	if o.invoicer.scenario != "" {
-		return runInvoicerDemo(ctx, env, fs, o)
+		return invoicer(ctx, env, fs, o)
 	}
 	if err := o.validate(fs); err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)

@@ -133,8 +133,6 @@ func readDeliveries(r io.Reader) <-chan demoDelivery {
 	return ch
 }
 
-type txExecFunc[TTx any] func(ctx context.Context, tx TTx, sql string, args ...any) error
-
 // consume runs the inbox: the side effect (one partner_invoices row and one
 // outbox row) runs in the inbox's transaction; acks go out after the commit.
 func consume[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx], exec txExecFunc[TTx], in <-chan demoDelivery) error {

@@ -35,21 +35,6 @@ import (
 // tables itself: one INVOIC per invoice at the partner, no UNB control
 // reference used twice, every outbox row sent with a receipt stored.
 
-// invoicerOptions are the flags of the invoicer scenario.
-type invoicerOptions struct {
-	scenario      string
-	invoices      int
-	timeout       time.Duration
-	partnerSchema string
-}
-
-func (o *invoicerOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.scenario, "scenario", "", "run another scenario: invoicer (Kafka -> inbox -> INVOIC -> outbox -> AS4 partner, 3 processes SIGKILLed)")
-	intFlag(fs, &o.invoices, "invoices", 200, 1, "--scenario invoicer: unique InvoiceIssued events")
-	durationFlag(fs, &o.timeout, "timeout", 2*time.Minute, false, "--scenario invoicer: fail if the invoices are not all delivered by then")
-	fs.StringVar(&o.partnerSchema, "partner-schema", "partner", "--scenario invoicer on PostgreSQL: the schema of the partner's tables")
-}
-
 // invoicerSummary is the scenario's result; --json prints it.
 type invoicerSummary struct {
 	Scenario string `json:"scenario"`
@@ -97,7 +82,7 @@ type invoicerSummary struct {
 }
 
 func runInvoicerDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOptions) int {
-	if err := o.validateInvoicer(fs); err != nil {
+	if err := validateInvoicer(&o, fs); err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
 		return ExitUsage
 	}
@@ -142,7 +127,7 @@ func runInvoicerDemo(ctx context.Context, env *Env, fs *flag.FlagSet, o demoOpti
 	return ExitOK
 }
 
-func (o *demoOptions) validateInvoicer(fs *flag.FlagSet) error {
+func validateInvoicer(o *demoOptions, fs *flag.FlagSet) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["messages"] && !set["invoices"] {

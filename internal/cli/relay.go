@@ -126,14 +126,6 @@ func (o *relayFlags) flagErr(msg string) error {
 	return errors.New(strings.ReplaceAll(msg, "--", "--"+o.prefix))
 }
 
-// outboxStore is the outbox table of db.
-func (db *inboxDB) outboxStore() outbox.Store {
-	if db.pg != nil {
-		return outbox.PostgreSQL(db.pg)
-	}
-	return outbox.SQLite(db.lite)
-}
-
 // relayRunCommand is txinbox relay (run).
 type relayRunCommand struct {
 	db    dbFlags

@@ -1,6 +1,9 @@
 package cli
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // tailBuffer keeps the last 4 KiB written to it (a child's stderr).
 type tailBuffer struct {
@@ -22,4 +25,12 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// timeOrNil is t in UTC, or nil (JSON null) for the zero time.
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
 }
