@@ -12,14 +12,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/serve"
 	"github.com/txinbox/txinbox/store"
 )
 
 // adminExitCodes are the exit codes of the commands that read an inbox.
-var adminExitCodes = []exitCode{
-	{ExitOK, "done"},
-	{ExitFailure, "the database failed during the command"},
-	{ExitUsage, "bad flags or arguments, the database cannot be opened, or it has no txinbox tables (run txinbox migrate)"},
+var adminExitCodes = []clikit.ExitCode{
+	{Code: clikit.ExitOK, What: "done"},
+	{Code: clikit.ExitFailure, What: "the database failed during the command"},
+	{Code: clikit.ExitUsage, What: "bad flags or arguments, the database cannot be opened, or it has no txinbox tables (run txinbox migrate)"},
 }
 
 // listFlags are the flags of the commands that list rows.
@@ -29,78 +31,78 @@ type listFlags struct {
 	json  bool
 }
 
-func (l *listFlags) define(fs *flagSet) {
+func (l *listFlags) define(fs *clikit.FlagSet) {
 	fs.StringVar(&l.scope, "scope", "", "only this scope (default: all)")
-	intFlag(fs.FlagSet, &l.limit, "limit", 100, 1, "at most this many rows, newest first")
+	clikit.IntFlag(fs.FlagSet, &l.limit, "limit", 100, 1, "at most this many rows, newest first")
 	fs.BoolVar(&l.json, "json", false, "print one JSON object per line")
 }
 
 // statusCommand is txinbox status.
 type statusCommand struct {
-	db             dbFlags
+	db             clikit.DBFlags
 	scope          string
 	json           bool
 	retention      time.Duration
 	scopeRetention string
 }
 
-func (c *statusCommand) info() commandInfo {
-	return commandInfo{Name: "status", Summary: "count the inbox, failing messages, dead letters, drift and the outbox, in all and per scope",
+func (c *statusCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "status", Summary: "count the inbox, failing messages, dead letters, drift and the outbox, in all and per scope",
 		Description: `Prints the totals and, per scope, the inbox rows, those received longer ago than
 the retention (waiting for the purge: the purge lag), the oldest row, the
 messages failing (retried, not processed yet), the live dead letters and the
 drift records; then the outbox backlog. The totals are the sums of the scope
 rows shown. It scans the tables: run it on a replica for very large inboxes.`,
-		Examples: []example{
-			{"txinbox status --db postgres://localhost/billing", ""},
-			{"txinbox status --db inbox.db --scope-retention as4=90d --json", "AS4 rows kept 90 days, the others --retention; as JSON"},
+		Examples: []clikit.Example{
+			{Command: "txinbox status --db postgres://localhost/billing", What: ""},
+			{Command: "txinbox status --db inbox.db --scope-retention as4=90d --json", What: "AS4 rows kept 90 days, the others --retention; as JSON"},
 		},
 		ExitCodes: adminExitCodes}
 }
 
-func (c *statusCommand) define(fs *flagSet, _ *Env) {
-	c.db.define(fs)
+func (c *statusCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
+	c.db.Define(fs)
 	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
-	durationFlag(fs.FlagSet, &c.retention, "retention", 30*day, false, "rows received longer ago than this count as expired (waiting for the purge)")
+	clikit.DurationFlag(fs.FlagSet, &c.retention, "retention", 30*clikit.Day, false, "rows received longer ago than this count as expired (waiting for the purge)")
 	fs.StringVar(&c.scopeRetention, "scope-retention", "",
 		"retentions of scopes that differ from --retention, as SCOPE=DURATION,... (e.g. as4=90d,kafka=45d, as serve's --as4-retention ...)")
 }
 
-func (c *statusCommand) run(ctx context.Context, in *invocation) int {
+func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	perScope, err := parseScopeRetentions(c.scopeRetention)
 	if err != nil {
-		return usageError(in.env, in.path, "--scope-retention: "+err.Error())
+		return clikit.UsageError(in.Env, in.Path, "--scope-retention: "+err.Error())
 	}
-	db, code := c.db.openMigrated(ctx, in)
+	db, code := c.db.OpenMigrated(ctx, in)
 	if db == nil {
 		return code
 	}
-	defer db.close()
-	scopes, err := scopeStats(ctx, db.admin, c.retention, perScope)
+	defer db.Close()
+	scopes, err := scopeStats(ctx, db.Admin, c.retention, perScope)
 	if err != nil {
-		return in.fail(ExitFailure, "%s: %v", db.where, err)
+		return in.Fail(clikit.ExitFailure, "%s: %v", db.Where, err)
 	}
 	if c.scope != "" {
 		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != c.scope })
 	}
-	ob, obErr := db.outboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
+	ob, obErr := db.OutboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
 	retentionOf := func(scope string) string {
 		if d, ok := perScope[scope]; ok {
-			return formatDuration(d)
+			return clikit.FormatDuration(d)
 		}
-		return formatDuration(c.retention)
+		return clikit.FormatDuration(c.retention)
 	}
 	if c.json {
-		printStatusJSON(in.env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr))
-		return ExitOK
+		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, serve.OutboxJSON(ob, obErr))
+		return clikit.ExitOK
 	}
-	w := tabwriter.NewWriter(in.env.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	printStatusTotals(w, db, sumScopes(scopes))
-	printOutboxStatus(w, ob, obErr)
+	serve.PrintOutboxStatus(w, ob, obErr)
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
 	w.Flush()
-	return ExitOK
+	return clikit.ExitOK
 }
 
 // sumScopes adds up the scope rows, so that the totals agree with them.
@@ -119,8 +121,8 @@ func sumScopes(scopes []store.ScopeStats) store.ScopeStats {
 	return t
 }
 
-func printStatusTotals(w io.Writer, db *inboxDB, s store.ScopeStats) {
-	fmt.Fprintf(w, "database\t%s (%s)\n", db.where, db.kind)
+func printStatusTotals(w io.Writer, db *clikit.InboxDB, s store.ScopeStats) {
+	fmt.Fprintf(w, "database\t%s (%s)\n", db.Where, db.Kind)
 	fmt.Fprintf(w, "inbox rows\t%d (%d expired)\n", s.Inbox, s.Expired)
 	if !s.OldestInbox.IsZero() {
 		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), time.Since(s.OldestInbox).Round(time.Second))
@@ -161,7 +163,7 @@ func parseScopeRetentions(v string) (map[string]time.Duration, error) {
 		if !ok || scope == "" {
 			return nil, fmt.Errorf("%q is not SCOPE=DURATION", item)
 		}
-		d, err := parseRetention(dur)
+		d, err := clikit.ParseRetention(dur)
 		if err != nil {
 			return nil, fmt.Errorf("scope %q: %w", scope, err)
 		}
@@ -198,59 +200,62 @@ func scopeStats(ctx context.Context, admin store.Admin, def time.Duration, perSc
 	return out, nil
 }
 
-func printStatusJSON(w io.Writer, db *inboxDB, s store.ScopeStats, scopes []store.ScopeStats, retentionOf func(string) string, ob any) {
+func printStatusJSON(w io.Writer, db *clikit.InboxDB, s store.ScopeStats, scopes []store.ScopeStats, retentionOf func(string) string, ob any) {
 	per := make([]map[string]any, len(scopes))
 	for i, x := range scopes {
-		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "retention": retentionOf(x.Scope), "expired": x.Expired, "oldest_inbox": timeOrNil(x.OldestInbox),
+		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "retention": retentionOf(x.Scope), "expired": x.Expired, "oldest_inbox": clikit.TimeOrNil(x.OldestInbox),
 			"failing": x.Attempts, "dead_letters": x.DeadLetters, "drift": x.Drift}
 	}
 	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // stdout
-		"db": db.kind, "inbox": s.Inbox, "expired": s.Expired, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-		"drift": s.Drift, "oldest_inbox": timeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob})
+		"db": db.Kind, "inbox": s.Inbox, "expired": s.Expired, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
+		"drift": s.Drift, "oldest_inbox": clikit.TimeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob})
 }
 
 // driftParent is txinbox drift: list and show.
-func driftParent() *parentCommand {
-	return &parentCommand{commandInfo{Name: "drift", Summary: "ids seen again with another payload: drift list|show ID",
+func driftParent() *clikit.ParentCommand {
+	return &clikit.ParentCommand{CommandInfo: clikit.CommandInfo{Name: "drift", Summary: "ids seen again with another payload: drift list|show ID",
 		Description: `A drift record is written when a message id arrives again with a payload
 other than the one processed: the side effect does not run again, and both
 SHA-256s are kept with the source and the time.`,
-		Subcommands: []command{&driftListCommand{}, &driftShowCommand{}}, Default: "list",
-		Examples: []example{{"txinbox drift list --db inbox.db --scope as4", ""}, {"txinbox drift show 12 --db inbox.db", ""}}}}
+		Subcommands: []clikit.Command{&driftListCommand{}, &driftShowCommand{}}, Default: "list",
+		Examples: []clikit.Example{{Command: "txinbox drift list --db inbox.db --scope as4", What: ""}, {Command: "txinbox drift show 12 --db inbox.db", What: ""}}}}
 }
 
 // driftListCommand is txinbox drift list.
 type driftListCommand struct {
-	db   dbFlags
+	db   clikit.DBFlags
 	list listFlags
 }
 
-func (c *driftListCommand) info() commandInfo {
-	return commandInfo{Name: "list", Summary: "list drift records, newest first",
+func (c *driftListCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "list", Summary: "list drift records, newest first",
 		Description: "Lists the drift records, newest first: id, time, scope, message id, source and\nthe first 16 hex digits of the stored and received SHA-256.",
-		Examples:    []example{{"txinbox drift list --db inbox.db --limit 20 --json", ""}}, ExitCodes: adminExitCodes}
+		Examples:    []clikit.Example{{Command: "txinbox drift list --db inbox.db --limit 20 --json", What: ""}}, ExitCodes: adminExitCodes}
 }
 
-func (c *driftListCommand) define(fs *flagSet, _ *Env) { c.db.define(fs); c.list.define(fs) }
+func (c *driftListCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
+	c.db.Define(fs)
+	c.list.define(fs)
+}
 
-func (c *driftListCommand) run(ctx context.Context, in *invocation) int {
-	db, code := c.db.openMigrated(ctx, in)
+func (c *driftListCommand) Run(ctx context.Context, in *clikit.Invocation) int {
+	db, code := c.db.OpenMigrated(ctx, in)
 	if db == nil {
 		return code
 	}
-	defer db.close()
-	rows, err := db.admin.ListDrift(ctx, store.ListFilter{Scope: c.list.scope, Limit: c.list.limit})
+	defer db.Close()
+	rows, err := db.Admin.ListDrift(ctx, store.ListFilter{Scope: c.list.scope, Limit: c.list.limit})
 	if err != nil {
-		return in.fail(ExitFailure, "%s: %v", db.where, err)
+		return in.Fail(clikit.ExitFailure, "%s: %v", db.Where, err)
 	}
 	if c.list.json {
-		enc := json.NewEncoder(in.env.Stdout)
+		enc := json.NewEncoder(in.Env.Stdout)
 		for _, r := range rows {
 			enc.Encode(driftJSON(r)) //nolint:errcheck // stdout
 		}
-		return ExitOK
+		return clikit.ExitOK
 	}
-	w := tabwriter.NewWriter(in.env.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tDETECTED\tSCOPE\tMESSAGE ID\tSOURCE\tSTORED SHA-256\tRECEIVED SHA-256")
 	for _, r := range rows {
 		stored, recv := hex.EncodeToString(r.StoredHash), hex.EncodeToString(r.ReceivedHash)
@@ -258,7 +263,7 @@ func (c *driftListCommand) run(ctx context.Context, in *invocation) int {
 			r.Source, stored[:min(16, len(stored))], recv[:min(16, len(recv))])
 	}
 	w.Flush()
-	return ExitOK
+	return clikit.ExitOK
 }
 
 func driftJSON(r store.DriftRecord) map[string]any {
@@ -268,41 +273,41 @@ func driftJSON(r store.DriftRecord) map[string]any {
 }
 
 // driftShowCommand is txinbox drift show ID.
-type driftShowCommand struct{ db dbFlags }
+type driftShowCommand struct{ db clikit.DBFlags }
 
-func (c *driftShowCommand) info() commandInfo {
-	return commandInfo{Name: "show", Args: "ID", Summary: "show one drift record and the state of its message",
+func (c *driftShowCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "show", Args: "ID", Summary: "show one drift record and the state of its message",
 		Description: "Prints one drift record (an ID from drift list) as JSON, with the state of its\nmessage id: whether the inbox still holds it, and its stored SHA-256.",
-		Examples:    []example{{"txinbox drift show 12 --db inbox.db", ""}},
-		ExitCodes: []exitCode{{ExitOK, "shown"}, {ExitFailure, "the database failed during the command"},
-			{ExitUsage, "bad flags or arguments, no drift record with this ID, or no inbox at --db"}}}
+		Examples:    []clikit.Example{{Command: "txinbox drift show 12 --db inbox.db", What: ""}},
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "shown"}, {Code: clikit.ExitFailure, What: "the database failed during the command"},
+			{Code: clikit.ExitUsage, What: "bad flags or arguments, no drift record with this ID, or no inbox at --db"}}}
 }
 
-func (c *driftShowCommand) define(fs *flagSet, _ *Env) { c.db.define(fs) }
+func (c *driftShowCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) { c.db.Define(fs) }
 
-func (c *driftShowCommand) run(ctx context.Context, in *invocation) int {
-	id, err := strconv.ParseInt(in.args[0], 10, 64)
+func (c *driftShowCommand) Run(ctx context.Context, in *clikit.Invocation) int {
+	id, err := strconv.ParseInt(in.Args[0], 10, 64)
 	if err != nil {
-		return usageError(in.env, in.path, fmt.Sprintf("%q is not a drift record ID (from drift list)", in.args[0]))
+		return clikit.UsageError(in.Env, in.Path, fmt.Sprintf("%q is not a drift record ID (from drift list)", in.Args[0]))
 	}
-	db, code := c.db.openMigrated(ctx, in)
+	db, code := c.db.OpenMigrated(ctx, in)
 	if db == nil {
 		return code
 	}
-	defer db.close()
+	defer db.Close()
 	var key store.Key
 	found := false
-	err = db.query(ctx, "SELECT scope, message_id FROM "+db.tables().Drift+" WHERE id = $1", []any{id},
+	err = db.Query(ctx, "SELECT scope, message_id FROM "+db.Tables().Drift+" WHERE id = $1", []any{id},
 		[]any{&key.Scope, &key.MessageID}, func() error { found = true; return nil })
 	var ins store.Inspection
 	if err == nil && found {
-		ins, err = db.admin.Inspect(ctx, key)
+		ins, err = db.Admin.Inspect(ctx, key)
 	}
 	switch {
 	case err != nil:
-		return in.fail(ExitFailure, "%s: %v", db.where, err)
+		return in.Fail(clikit.ExitFailure, "%s: %v", db.Where, err)
 	case !found:
-		return in.fail(ExitUsage, "no drift record with ID %d", id)
+		return in.Fail(clikit.ExitUsage, "no drift record with ID %d", id)
 	}
 	out := map[string]any{"inbox": nil}
 	for _, d := range ins.Drift {
@@ -315,5 +320,5 @@ func (c *driftShowCommand) run(ctx context.Context, in *invocation) int {
 		out["inbox"] = map[string]any{"payload_sha256": hex.EncodeToString(ins.Inbox.PayloadHash),
 			"received_at": ins.Inbox.ReceivedAt.UTC(), "processed_at": ins.Inbox.ProcessedAt.UTC()}
 	}
-	return printJSON(in.env, out)
+	return printJSON(in.Env, out)
 }

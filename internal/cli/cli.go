@@ -3,46 +3,58 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/txinbox/txinbox/internal/cli/bench"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/demo"
+	"github.com/txinbox/txinbox/internal/cli/demo/invoicerdemo"
+	"github.com/txinbox/txinbox/internal/cli/serve"
 )
 
 // commands are the top-level commands, in the order help lists them.
-func commands() []command {
-	return []command{
-		&demoCommand{invoicer: runInvoicerDemo}, &migrateCommand{}, &serveCommand{}, relayParent(),
+func commands() []clikit.Command {
+	return []clikit.Command{
+		&demo.Command{Invoicer: invoicerdemo.Run}, &migrateCommand{}, &serve.Command{}, serve.RelayParent(),
 		&statusCommand{}, &inspectCommand{}, &forgetCommand{}, dlqParent(), driftParent(),
-		&purgeCommand{}, &keyCommand{}, &benchCommand{},
+		&purgeCommand{}, &keyCommand{}, &bench.Command{},
 		&versionCommand{}, &completionCommand{},
 		// The demo's child processes.
-		rawCommand{"demo-consumer", runDemoConsumer},
-		rawCommand{"demo-consumer-amqp", runDemoConsumerAMQP},
-		rawCommand{"demo-consumer-kafka", runDemoConsumerKafka},
-		rawCommand{"demo-consumer-nats", runDemoConsumerNATS},
-		rawCommand{"demo-consumer-sqs", runDemoConsumerSQS},
-		rawCommand{"demo-invoicer-consumer", runInvoicerConsumer},
-		rawCommand{"demo-invoicer-relay", runInvoicerRelay},
-		rawCommand{"demo-invoicer-partner", runInvoicerPartner},
+		clikit.RawCommand{Name: "demo-consumer", Func: demo.RunConsumer},
+		clikit.RawCommand{Name: "demo-consumer-amqp", Func: demo.RunConsumerAMQP},
+		clikit.RawCommand{Name: "demo-consumer-kafka", Func: demo.RunConsumerKafka},
+		clikit.RawCommand{Name: "demo-consumer-nats", Func: demo.RunConsumerNATS},
+		clikit.RawCommand{Name: "demo-consumer-sqs", Func: demo.RunConsumerSQS},
+		clikit.RawCommand{Name: "demo-invoicer-consumer", Func: invoicerdemo.RunConsumer},
+		clikit.RawCommand{Name: "demo-invoicer-relay", Func: invoicerdemo.RunRelay},
+		clikit.RawCommand{Name: "demo-invoicer-partner", Func: invoicerdemo.RunPartner},
 	}
 }
 
 // Main runs the command named by args[0] and returns the process exit status.
-func Main(ctx context.Context, env *Env, args []string) int {
+func Main(ctx context.Context, env *clikit.Env, args []string) int {
 	root := commands()
 	switch {
 	case len(args) == 0:
-		usage(env.Stderr, root)
-		return ExitUsage
+		clikit.Usage(env.Stderr, root)
+		return clikit.ExitUsage
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
-		usage(env.Stdout, root)
-		return ExitOK
+		clikit.Usage(env.Stdout, root)
+		return clikit.ExitOK
 	case args[0] == "--version" || args[0] == "-version":
-		return (&versionCommand{}).run(ctx, &invocation{env: env, path: "txinbox version"})
+		return (&versionCommand{}).Run(ctx, &clikit.Invocation{Env: env, Path: "txinbox version"})
 	case args[0] == "help":
-		return helpFor(env, root, args[1:])
+		return clikit.HelpFor(env, root, args[1:])
 	}
-	c := find(root, args[0])
+	c := clikit.Find(root, args[0])
 	if c == nil {
 		fmt.Fprintf(env.Stderr, "txinbox: unknown command %q\nRun 'txinbox help' for the list of commands.\n", args[0])
-		return ExitUsage
+		return clikit.ExitUsage
 	}
-	return execute(ctx, env, "txinbox "+args[0], c, args[1:])
+	return clikit.Execute(ctx, env, "txinbox "+args[0], c, args[1:])
 }
+
+// Env is what a command may touch of the outside world (clikit.Env).
+type Env = clikit.Env
+
+// StdEnv returns the process's own environment.
+func StdEnv() *Env { return clikit.StdEnv() }

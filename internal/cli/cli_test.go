@@ -15,25 +15,21 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/clitest"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // run runs a command in-process.
-func run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
-	code := cli.Main(context.Background(), env, args)
-	return out.String(), errb.String(), code
-}
+var run = clitest.Run
 
 func TestUsage(t *testing.T) {
 	_, errs, code := run(t)
-	if code != cli.ExitUsage || !strings.Contains(errs, "migrate") || strings.Contains(errs, "demo-consumer") {
+	if code != clikit.ExitUsage || !strings.Contains(errs, "migrate") || strings.Contains(errs, "demo-consumer") {
 		t.Errorf("no args: code %d, usage %q", code, errs)
 	}
 	_, errs, code = run(t, "frobnicate")
-	if code != cli.ExitUsage || !strings.Contains(errs, `unknown command "frobnicate"`) {
+	if code != clikit.ExitUsage || !strings.Contains(errs, `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: code %d, %q", code, errs)
 	}
 }
@@ -77,19 +73,19 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	if out, _, code := run(t, "dlq", "show", "--db", db, id); code != 0 || !strings.Contains(out, `"last_error"`) {
 		t.Errorf("dlq show: %d %q", code, out)
 	}
-	if _, errs, code := run(t, "dlq", "replay", "--db", db, id); code != cli.ExitUsage || !strings.Contains(errs, "--reason is required") {
+	if _, errs, code := run(t, "dlq", "replay", "--db", db, id); code != clikit.ExitUsage || !strings.Contains(errs, "--reason is required") {
 		t.Errorf("replay without reason: %d %q", code, errs)
 	}
 	if out, errs, code := run(t, "dlq", "replay", "--db", db, "--reason", "partner fixed", id); code != 0 || !strings.Contains(out, "replayable") {
 		t.Errorf("replay: %d %q %q", code, out, errs)
 	}
-	if _, errs, code := run(t, "dlq", "show", "--db", db, id); code != cli.ExitUsage || !strings.Contains(errs, "no dead letter") {
+	if _, errs, code := run(t, "dlq", "show", "--db", db, id); code != clikit.ExitUsage || !strings.Contains(errs, "no dead letter") {
 		t.Errorf("show after replay: %d %q", code, errs)
 	}
-	if _, errs, code := run(t, "dlq", "show", "--db", db, "x1"); code != cli.ExitUsage || !strings.Contains(errs, "not a dead letter ID") {
+	if _, errs, code := run(t, "dlq", "show", "--db", db, "x1"); code != clikit.ExitUsage || !strings.Contains(errs, "not a dead letter ID") {
 		t.Errorf("show x1: %d %q", code, errs)
 	}
-	if _, errs, code := run(t, "dlq", "purr", "--db", db); code != cli.ExitUsage || !strings.Contains(errs, "unknown subcommand") {
+	if _, errs, code := run(t, "dlq", "purr", "--db", db); code != clikit.ExitUsage || !strings.Contains(errs, "unknown subcommand") {
 		t.Errorf("dlq purr: %d %q", code, errs)
 	}
 	out, _, code = run(t, "inspect", "--db", db, "--scope", "s", "a")
@@ -113,7 +109,7 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	if _, errs, code := run(t, "dlq", "replay", "--db", db, "--reason", "retry", fmt.Sprint(stale)); code != cli.ExitFailure || !strings.Contains(errs, "is stale") {
+	if _, errs, code := run(t, "dlq", "replay", "--db", db, "--reason", "retry", fmt.Sprint(stale)); code != clikit.ExitFailure || !strings.Contains(errs, "is stale") {
 		t.Errorf("replay of a stale dead letter: %d %q", code, errs)
 	}
 	if out, _, code := run(t, "inspect", "--db", db, "--scope", "s", "a"); code != 0 || !strings.Contains(out, `"processed (stale dead letter: drop it)"`) {
@@ -122,16 +118,16 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 	if _, errs, code := run(t, "dlq", "drop", "--db", db, "--reason", "stale", fmt.Sprint(stale)); code != 0 {
 		t.Errorf("drop of a stale dead letter: %d %q", code, errs)
 	}
-	if _, _, code := run(t, "inspect", "--db", db, "--scope", "s", "never"); code != cli.ExitFailure {
+	if _, _, code := run(t, "inspect", "--db", db, "--scope", "s", "never"); code != clikit.ExitFailure {
 		t.Errorf("inspect of an unknown id exited %d, want 1", code)
 	}
 	if out, errs, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", "resend INV-1", "a"); code != 0 || !strings.Contains(out, "forgot") {
 		t.Errorf("forget: %d %q %q", code, out, errs)
 	}
-	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", "again", "a"); code != cli.ExitFailure {
+	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", "again", "a"); code != clikit.ExitFailure {
 		t.Errorf("forget twice exited %d, want 1", code)
 	}
-	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "a"); code != cli.ExitUsage {
+	if _, _, code := run(t, "forget", "--db", db, "--scope", "s", "a"); code != clikit.ExitUsage {
 		t.Errorf("forget without a reason exited %d, want 2", code)
 	}
 }
@@ -196,7 +192,7 @@ func TestPurgeCommand(t *testing.T) {
 	if out, _, _ := run(t, "status", "--db", db, "--json"); !strings.Contains(out, `"inbox":1`) {
 		t.Errorf("after purge: %s", out)
 	}
-	if _, errs, code := run(t, "purge", "--db", db, "--older-than", "-3d"); code != cli.ExitUsage || !strings.Contains(errs, "--older-than") {
+	if _, errs, code := run(t, "purge", "--db", db, "--older-than", "-3d"); code != clikit.ExitUsage || !strings.Contains(errs, "--older-than") {
 		t.Errorf("bad --older-than: %d %q", code, errs)
 	}
 }
@@ -240,7 +236,7 @@ func TestStatusScopeRetention(t *testing.T) {
 	if out, _, code := run(t, "status", "--db", db, "--scope-retention", "as4=90d"); code != 0 || !strings.Contains(out, "RETENTION") {
 		t.Errorf("status table: %d %q", code, out)
 	}
-	if _, errs, code := run(t, "status", "--db", db, "--scope-retention", "as4"); code != cli.ExitUsage || !strings.Contains(errs, `"as4" is not SCOPE=DURATION`) {
+	if _, errs, code := run(t, "status", "--db", db, "--scope-retention", "as4"); code != clikit.ExitUsage || !strings.Contains(errs, `"as4" is not SCOPE=DURATION`) {
 		t.Errorf("bad --scope-retention: %d %q", code, errs)
 	}
 }
@@ -285,18 +281,18 @@ func TestNumericFlagsAreChecked(t *testing.T) {
 		{[]string{"bench", "--conns", "0"}, "--conns must be at least 1, not 0"},
 		{[]string{"migrate", "--db", db, "--partition-period", "0s"}, "--partition-period must be positive, not 0s"},
 	} {
-		if _, errs, code := run(t, c.args...); code != cli.ExitUsage || !strings.Contains(errs, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, cli.ExitUsage, c.want)
+		if _, errs, code := run(t, c.args...); code != clikit.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, clikit.ExitUsage, c.want)
 		}
 	}
 	var errb bytes.Buffer
-	env := &cli.Env{Stdout: io.Discard, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string {
+	env := &clikit.Env{Stdout: io.Discard, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string {
 		if k == "TXINBOX_PURGE_INTERVAL" {
 			return "-1m"
 		}
 		return ""
 	}}
-	if code := cli.Main(context.Background(), env, []string{"serve", "--db", db}); code != cli.ExitUsage ||
+	if code := cli.Main(context.Background(), env, []string{"serve", "--db", db}); code != clikit.ExitUsage ||
 		!strings.Contains(errb.String(), "TXINBOX_PURGE_INTERVAL") || !strings.Contains(errb.String(), "must not be negative") {
 		t.Errorf("TXINBOX_PURGE_INTERVAL=-1m: exit %d, stderr %q", code, errb.String())
 	}

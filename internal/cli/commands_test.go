@@ -15,6 +15,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -22,7 +23,7 @@ import (
 func runEnv(t *testing.T, vars map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string { return vars[k] }}
+	env := &clikit.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string { return vars[k] }}
 	code := cli.Main(context.Background(), env, args)
 	return out.String(), errb.String(), code
 }
@@ -101,7 +102,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--json"}, "flag provided but not defined: -json"},
 		{[]string{"key", "--", "--json"}, "--json: open --json"},
 	} {
-		if _, errs, code := run(t, c.args...); code != cli.ExitUsage || !strings.Contains(errs, c.want) {
+		if _, errs, code := run(t, c.args...); code != clikit.ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
 		}
 	}
@@ -124,10 +125,10 @@ func TestDurationsEverywhere(t *testing.T) {
 	}
 	// serve gets past its flags (to "no source") with days in each.
 	_, errs, code := run(t, "serve", "--db", db, "--purge-interval", "1d", "--shutdown-timeout", "1m30s", "--read-timeout", "0.5d")
-	if code != cli.ExitUsage || !strings.Contains(errs, "no source") {
+	if code != clikit.ExitUsage || !strings.Contains(errs, "no source") {
 		t.Errorf("serve --purge-interval 1d: %d %q", code, errs)
 	}
-	if _, errs, code := run(t, "migrate", "--db", db, "--partition-period", "7 days"); code != cli.ExitUsage ||
+	if _, errs, code := run(t, "migrate", "--db", db, "--partition-period", "7 days"); code != clikit.ExitUsage ||
 		!strings.Contains(errs, `--partition-period must be a duration (e.g. 30d, 1d12h, 5m, 30s), not "7 days"`) {
 		t.Errorf("--partition-period '7 days': %d %q", code, errs)
 	}
@@ -149,7 +150,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if out, errs, code := runEnv(t, wrong, "inspect", "--db", db, "--scope", "s", "a"); code != 0 || !strings.Contains(out, `"state": "processed"`) {
 		t.Errorf("flags over the environment: %d %q %q", code, out, errs)
 	}
-	if _, errs, code := runEnv(t, map[string]string{"TXINBOX_DB": db, "TXINBOX_LIMIT": "0"}, "dlq", "list"); code != cli.ExitUsage ||
+	if _, errs, code := runEnv(t, map[string]string{"TXINBOX_DB": db, "TXINBOX_LIMIT": "0"}, "dlq", "list"); code != clikit.ExitUsage ||
 		!strings.Contains(errs, `environment TXINBOX_LIMIT: invalid value "0"`) {
 		t.Errorf("TXINBOX_LIMIT=0: %d %q", code, errs)
 	}
@@ -245,7 +246,7 @@ func TestCompletion(t *testing.T) {
 	if got := complete("txinbox", "''"); !strings.Contains(got, "migrate") || strings.Contains(got, "demo-consumer") {
 		t.Errorf("commands: %q", got)
 	}
-	if _, errs, code := run(t, "completion", "fish"); code != cli.ExitUsage || !strings.Contains(errs, `SHELL "fish"`) {
+	if _, errs, code := run(t, "completion", "fish"); code != clikit.ExitUsage || !strings.Contains(errs, `SHELL "fish"`) {
 		t.Errorf("completion fish: %d %q", code, errs)
 	}
 	zsh, err := exec.LookPath("zsh")
@@ -275,7 +276,7 @@ func TestRelayLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var out, errb bytes.Buffer
-	env := &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	code := cli.Main(ctx, env, []string{"relay", "--db", db, "--target", "http", "--http-url", "http://127.0.0.1:1/", "--log-format", "json"})
 	var line struct{ Level, Msg, Target string }
 	first, _, _ := strings.Cut(errb.String(), "\n")
@@ -289,7 +290,7 @@ func TestRelayLogs(t *testing.T) {
 		{"demo"}, {"bench"}} {
 		for _, bad := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
 			args := append(append([]string{}, cmd...), bad...)
-			if _, errs, code := run(t, args...); code != cli.ExitUsage || !strings.Contains(errs, bad[0]+` "`+bad[1]+`"`) {
+			if _, errs, code := run(t, args...); code != clikit.ExitUsage || !strings.Contains(errs, bad[0]+` "`+bad[1]+`"`) {
 				t.Errorf("%v: %d %q", args, code, errs)
 			}
 		}
@@ -319,7 +320,7 @@ func TestReplayWithoutMessageIDRefused(t *testing.T) {
 		t.Fatalf("dlq list: %d %q %q, want two dead letters without an id", code, out, errs)
 	}
 	_, errs, code = run(t, "dlq", "replay", fmt.Sprint(first.ID), "--db", db, "--reason", "try")
-	if code != cli.ExitFailure || !strings.Contains(errs, "has no message id") {
+	if code != clikit.ExitFailure || !strings.Contains(errs, "has no message id") {
 		t.Errorf("dlq replay of a dead letter without an id: exit %d, %q; want 1 and why", code, errs)
 	}
 	if out, _, _ := run(t, "dlq", "list", "--json", "--db", db); strings.Count(out, `"id"`) != 2 {

@@ -5,52 +5,54 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 // completionCommand is txinbox completion bash|zsh.
 type completionCommand struct{}
 
-func (c *completionCommand) info() commandInfo {
-	return commandInfo{Name: "completion", Args: "SHELL", Summary: "print a bash or zsh completion script",
+func (c *completionCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "completion", Args: "SHELL", Summary: "print a bash or zsh completion script",
 		Description: `Prints a script that completes txinbox's commands, subcommands and flags in
 bash or zsh (SHELL). Other words complete as file names.`,
-		Examples: []example{
-			{"source <(txinbox completion bash)", "bash, this shell; or save it as /etc/bash_completion.d/txinbox"},
-			{`txinbox completion zsh > "${fpath[1]}/_txinbox"`, "zsh, from the next shell on (compinit must run in ~/.zshrc)"},
+		Examples: []clikit.Example{
+			{Command: "source <(txinbox completion bash)", What: "bash, this shell; or save it as /etc/bash_completion.d/txinbox"},
+			{Command: `txinbox completion zsh > "${fpath[1]}/_txinbox"`, What: "zsh, from the next shell on (compinit must run in ~/.zshrc)"},
 		},
-		ExitCodes: []exitCode{{ExitOK, "printed"}, {ExitUsage, "bad flags, or a SHELL other than bash and zsh"}}}
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "printed"}, {Code: clikit.ExitUsage, What: "bad flags, or a SHELL other than bash and zsh"}}}
 }
 
-func (c *completionCommand) define(*flagSet, *Env) {}
+func (c *completionCommand) Define(*clikit.FlagSet, *clikit.Env) {}
 
-func (c *completionCommand) run(_ context.Context, in *invocation) int {
-	words := completionWords(in.env, commands())
-	switch in.args[0] {
+func (c *completionCommand) Run(_ context.Context, in *clikit.Invocation) int {
+	words := completionWords(in.Env, commands())
+	switch in.Args[0] {
 	case "bash":
-		fmt.Fprintf(in.env.Stdout, bashCompletion, words)
+		fmt.Fprintf(in.Env.Stdout, bashCompletion, words)
 	case "zsh":
-		fmt.Fprintf(in.env.Stdout, zshCompletion, words)
+		fmt.Fprintf(in.Env.Stdout, zshCompletion, words)
 	default:
-		return usageError(in.env, in.path, fmt.Sprintf("SHELL %q: use bash or zsh", in.args[0]))
+		return clikit.UsageError(in.Env, in.Path, fmt.Sprintf("SHELL %q: use bash or zsh", in.Args[0]))
 	}
-	return ExitOK
+	return clikit.ExitOK
 }
 
 // completionWords writes the shell function __txinbox_complete CMD SUB
 // CUR, which prints the words that may follow (none: file names). Its
 // syntax is both bash's and zsh's.
-func completionWords(env *Env, root []command) string {
+func completionWords(env *clikit.Env, root []clikit.Command) string {
 	var b strings.Builder
 	var names []string
 	for _, c := range root {
-		if !c.info().Hidden {
-			names = append(names, c.info().Name)
+		if !c.Info().Hidden {
+			names = append(names, c.Info().Name)
 		}
 	}
 	fmt.Fprintf(&b, "__txinbox_complete() {\n    local cmd=\"$1\" sub=\"$2\" cur=\"$3\"\n    case \"$cmd\" in\n")
 	fmt.Fprintf(&b, "    '') echo '%s help --help --version' ;;\n    help) echo '%s' ;;\n", strings.Join(names, " "), strings.Join(names, " "))
 	for _, c := range root {
-		info := c.info()
+		info := c.Info()
 		if info.Hidden {
 			continue
 		}
@@ -61,14 +63,14 @@ func completionWords(env *Env, root []command) string {
 		}
 		var subs []string
 		for _, s := range info.Subcommands {
-			subs = append(subs, s.info().Name)
+			subs = append(subs, s.Info().Name)
 		}
 		b.WriteString("        case \"$sub\" in\n")
 		fmt.Fprintf(&b, "        '') if [[ $cur == -* ]]; then echo '%s'; else echo '%s'; fi ;;\n",
 			defaultFlags(env, info), strings.Join(subs, " "))
 		fmt.Fprintf(&b, "        -*) [[ $cur == -* ]] && echo '%s' ;;\n", defaultFlags(env, info))
 		for _, s := range info.Subcommands {
-			fmt.Fprintf(&b, "        %s)\n", s.info().Name)
+			fmt.Fprintf(&b, "        %s)\n", s.Info().Name)
 			leafWords(&b, env, s, "            ")
 		}
 		b.WriteString("        esac ;;\n")
@@ -79,9 +81,9 @@ func completionWords(env *Env, root []command) string {
 
 // leafWords writes the case branch of a command without subcommands: its
 // flags after a -, else its SHELL choices or nothing (file names).
-func leafWords(w io.Writer, env *Env, c command, indent string) {
+func leafWords(w io.Writer, env *clikit.Env, c clikit.Command, indent string) {
 	other := ""
-	if c.info().Args == "SHELL" {
+	if c.Info().Args == "SHELL" {
 		other = "echo 'bash zsh'"
 	}
 	if other == "" {
@@ -92,19 +94,19 @@ func leafWords(w io.Writer, env *Env, c command, indent string) {
 }
 
 // flagWords are c's flags, --name each, and --help.
-func flagWords(env *Env, c command) string {
-	fs := newFlagSet("")
-	c.define(fs, env)
+func flagWords(env *clikit.Env, c clikit.Command) string {
+	fs := clikit.NewFlagSet("")
+	c.Define(fs, env)
 	var out []string
-	for _, n := range fs.names() {
+	for _, n := range fs.Names() {
 		out = append(out, "--"+n)
 	}
 	return strings.Join(append(out, "--help"), " ")
 }
 
 // defaultFlags are the flags of a parent's default subcommand, or --help.
-func defaultFlags(env *Env, info commandInfo) string {
-	if d := find(info.Subcommands, info.Default); d != nil {
+func defaultFlags(env *clikit.Env, info clikit.CommandInfo) string {
+	if d := clikit.Find(info.Subcommands, info.Default); d != nil {
 		return flagWords(env, d)
 	}
 	return "--help"

@@ -5,13 +5,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 // mainOut runs Main in-process with an empty environment.
 func mainOut(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	code := Main(context.Background(), env, args)
 	return out.String(), errb.String(), code
 }
@@ -19,14 +21,14 @@ func mainOut(t *testing.T, args ...string) (string, string, int) {
 // leaf is one runnable command line: its words and its command.
 type leaf struct {
 	path []string
-	cmd  command
+	cmd  clikit.Command
 }
 
 // leaves are every visible command and subcommand that runs.
 func leaves() []leaf {
 	var out []leaf
 	for _, c := range commands() {
-		info := c.info()
+		info := c.Info()
 		if info.Hidden {
 			continue
 		}
@@ -34,7 +36,7 @@ func leaves() []leaf {
 			out = append(out, leaf{[]string{info.Name}, c})
 		}
 		for _, s := range info.Subcommands {
-			out = append(out, leaf{[]string{info.Name, s.info().Name}, s})
+			out = append(out, leaf{[]string{info.Name, s.Info().Name}, s})
 		}
 	}
 	return out
@@ -47,14 +49,14 @@ func leaves() []leaf {
 func TestEveryCommandHasHelp(t *testing.T) {
 	t.Parallel()
 	for _, l := range leaves() {
-		info, name := l.cmd.info(), strings.Join(l.path, " ")
+		info, name := l.cmd.Info(), strings.Join(l.path, " ")
 		if info.Summary == "" || info.Description == "" || len(info.Examples) == 0 || len(info.ExitCodes) < 2 {
 			t.Errorf("%s: summary %q, description %q, %d examples, %d exit codes", name, info.Summary, info.Description, len(info.Examples), len(info.ExitCodes))
 		}
 		var first string
 		for i, args := range [][]string{append(append([]string{}, l.path...), "-h"), append(append([]string{}, l.path...), "--help"), append([]string{"help"}, l.path...)} {
 			out, errs, code := mainOut(t, args...)
-			if code != ExitOK || errs != "" {
+			if code != clikit.ExitOK || errs != "" {
 				t.Errorf("%v: exit %d, stderr %q", args, code, errs)
 			}
 			usage := strings.TrimSpace("Usage: txinbox " + name + " [flags] " + info.Args)
@@ -81,7 +83,7 @@ func TestParentHelp(t *testing.T) {
 	for _, name := range []string{"dlq", "drift", "relay"} {
 		for _, args := range [][]string{{name, "-h"}, {"help", name}} {
 			out, errs, code := mainOut(t, args...)
-			if code != ExitOK || errs != "" || !strings.Contains(out, "Subcommands:\n") || !strings.Contains(out, "Usage: txinbox "+name+" SUBCOMMAND") {
+			if code != clikit.ExitOK || errs != "" || !strings.Contains(out, "Subcommands:\n") || !strings.Contains(out, "Usage: txinbox "+name+" SUBCOMMAND") {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
 			}
 		}
@@ -97,7 +99,7 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		args := append(append([]string{}, l.path...), "--no-such-flag")
 		out, errs, code := mainOut(t, args...)
 		want := name + ": flag provided but not defined: -no-such-flag\nRun '" + name + " -h' for help.\n"
-		if code != ExitUsage || out != "" || errs != want {
+		if code != clikit.ExitUsage || out != "" || errs != want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, out, errs, want)
 		}
 	}
@@ -108,18 +110,18 @@ func TestBadFlagIsOneLine(t *testing.T) {
 // unknown command exits 2.
 func TestTopLevelUsage(t *testing.T) {
 	t.Parallel()
-	if out, errs, code := mainOut(t); code != ExitUsage || out != "" || !strings.Contains(errs, "Commands:") {
+	if out, errs, code := mainOut(t); code != clikit.ExitUsage || out != "" || !strings.Contains(errs, "Commands:") {
 		t.Errorf("no args: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
-		if out, errs, code := mainOut(t, args...); code != ExitOK || errs != "" || !strings.Contains(out, "Commands:") || strings.Contains(out, "demo-consumer") {
+		if out, errs, code := mainOut(t, args...); code != clikit.ExitOK || errs != "" || !strings.Contains(out, "Commands:") || strings.Contains(out, "demo-consumer") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 	}
-	if _, errs, code := mainOut(t, "help", "frob"); code != ExitUsage || !strings.Contains(errs, `no command "frob"`) {
+	if _, errs, code := mainOut(t, "help", "frob"); code != clikit.ExitUsage || !strings.Contains(errs, `no command "frob"`) {
 		t.Errorf("help frob: exit %d, stderr %q", code, errs)
 	}
-	if _, errs, code := mainOut(t, "dlq", "show"); code != ExitUsage || !strings.Contains(errs, "no ID given") {
+	if _, errs, code := mainOut(t, "dlq", "show"); code != clikit.ExitUsage || !strings.Contains(errs, "no ID given") {
 		t.Errorf("dlq show without ID: exit %d, stderr %q", code, errs)
 	}
 }
@@ -128,24 +130,24 @@ func TestTopLevelUsage(t *testing.T) {
 // the ungrouped ones first; groupPrefix sorts flags defined elsewhere.
 func TestFlagGroups(t *testing.T) {
 	t.Parallel()
-	fs := newFlagSet("x")
+	fs := clikit.NewFlagSet("x")
 	fs.String("loose", "", "not in a group")
-	fs.group("Database", func() { fs.String("db", "", "the database") })
+	fs.Group("Database", func() { fs.String("db", "", "the database") })
 	fs.String("kafka-brokers", "", "brokers")
-	fs.groupPrefix("Kafka", "kafka-")
-	fs.require("db")
+	fs.GroupPrefix("Kafka", "kafka-")
+	fs.Require("db")
 	var b bytes.Buffer
-	printFlags(&b, fs)
+	clikit.PrintFlags(&b, fs)
 	want := "\nFlags:\n  --loose string\n      not in a group\n\nDatabase:\n  --db string\n      the database (required)\n\nKafka:\n  --kafka-brokers string\n      brokers\n"
 	if b.String() != want {
 		t.Errorf("flags:\n%s\nwant:\n%s", b.String(), want)
 	}
 	for _, l := range leaves() { // no group is left empty by an earlier one
-		fs := newFlagSet("x")
-		l.cmd.define(fs, &Env{Getenv: func(string) string { return "" }})
-		for _, g := range fs.groups {
-			if len(g.names) == 0 {
-				t.Errorf("%v: flag group %q is empty", l.path, g.title)
+		fs := clikit.NewFlagSet("x")
+		l.cmd.Define(fs, &clikit.Env{Getenv: func(string) string { return "" }})
+		for _, g := range fs.Groups {
+			if len(g.Names) == 0 {
+				t.Errorf("%v: flag group %q is empty", l.path, g.Title)
 			}
 		}
 	}

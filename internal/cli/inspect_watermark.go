@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 // watermarkState is what inspect can say of an id with no inbox row when
@@ -12,7 +14,7 @@ import (
 // has a watermark: with offsets as the inbox (kafka.OffsetWatermark) no
 // row is written, and the record is processed if and only if its offset
 // is at or below the watermark (processed). ok is false for other ids.
-func watermarkState(ctx context.Context, db *inboxDB, scope, id string) (state string, out map[string]any, ok, processed bool) {
+func watermarkState(ctx context.Context, db *clikit.InboxDB, scope, id string) (state string, out map[string]any, ok, processed bool) {
 	slash := strings.LastIndexByte(id, '/')
 	if slash < 0 {
 		return "", nil, false, false
@@ -28,10 +30,10 @@ func watermarkState(ctx context.Context, db *inboxDB, scope, id string) (state s
 		return "", nil, false, false
 	}
 	var wms map[string]int64
-	if db.pg != nil {
-		wms, err = db.pg.Checkpoints(ctx, scope, topic)
+	if db.PG != nil {
+		wms, err = db.PG.Checkpoints(ctx, scope, topic)
 	} else {
-		wms, err = db.lite.Checkpoints(ctx, scope, topic)
+		wms, err = db.Lite.Checkpoints(ctx, scope, topic)
 	}
 	wm, found := wms[partition]
 	if err != nil || !found {

@@ -10,21 +10,22 @@ import (
 
 	"github.com/txinbox/txinbox/edi"
 	"github.com/txinbox/txinbox/edi/edifact"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 // keyCommand is txinbox key.
 type keyCommand struct{ json bool }
 
-func (c *keyCommand) info() commandInfo {
-	return commandInfo{Name: "key", Args: "FILE...", Summary: "print the inbox key of EDIFACT, X12 and AS4 files",
+func (c *keyCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "key", Args: "FILE...", Summary: "print the inbox key of EDIFACT, X12 and AS4 files",
 		Description: `Prints FILE<TAB>KIND<TAB>KEY for each EDIFACT or X12 interchange and each AS4
 user message; KEY is the inbox message id. FILE - reads stdin.`,
-		Examples: []example{{"txinbox key invoice.edi", ""}, {"cat as4-message.mime | txinbox key --json -", "named fields as JSON"}},
-		ExitCodes: []exitCode{{ExitOK, "every file yielded a key"}, {ExitFailure, "the output could not be written, or the command was stopped"},
-			{ExitUsage, "bad flags, no FILE, or a file that yields no key (reported on stderr)"}}}
+		Examples: []clikit.Example{{Command: "txinbox key invoice.edi", What: ""}, {Command: "cat as4-message.mime | txinbox key --json -", What: "named fields as JSON"}},
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "every file yielded a key"}, {Code: clikit.ExitFailure, What: "the output could not be written, or the command was stopped"},
+			{Code: clikit.ExitUsage, What: "bad flags, no FILE, or a file that yields no key (reported on stderr)"}}}
 }
 
-func (c *keyCommand) define(fs *flagSet, _ *Env) {
+func (c *keyCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per key: file, kind, key, fields, offset")
 }
 
@@ -40,33 +41,33 @@ type keyLine struct {
 	Charset string `json:"charset,omitempty"`
 }
 
-// run prints FILE, KIND and KEY (the inbox message id) for every
+// Run prints FILE, KIND and KEY (the inbox message id) for every
 // interchange or AS4 user message in the files; "-" is stdin. A file that
 // yields no key is reported on stderr and makes the status ExitUsage.
-func (c *keyCommand) run(ctx context.Context, in *invocation) int {
-	env := in.env
-	status := ExitOK
-	for _, name := range in.args {
+func (c *keyCommand) Run(ctx context.Context, in *clikit.Invocation) int {
+	env := in.Env
+	status := clikit.ExitOK
+	for _, name := range in.Args {
 		if err := ctx.Err(); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox key: %v\n", err)
-			return ExitFailure
+			return clikit.ExitFailure
 		}
 		keys, err := keysOf(env, name)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox key: %s: %v\n", name, err)
-			status = ExitUsage
+			status = clikit.ExitUsage
 			continue
 		}
 		if err := printKeys(env.Stdout, name, keys, c.json); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox key: writing output: %v\n", err)
-			return ExitFailure
+			return clikit.ExitFailure
 		}
 	}
 	return status
 }
 
 // keysOf reads the keys of one file, or of stdin for "-".
-func keysOf(env *Env, name string) ([]edi.Key, error) {
+func keysOf(env *clikit.Env, name string) ([]edi.Key, error) {
 	if name == "-" {
 		if env.Stdin == nil {
 			return nil, errors.New("no standard input")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 const (
@@ -19,7 +21,7 @@ const (
 func runKeyCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: func(string) string { return "" }}
 	code = Main(context.Background(), env, append([]string{"key"}, args...))
 	return code, out.String(), errb.String()
 }
@@ -41,13 +43,13 @@ func TestKeyCommand(t *testing.T) {
 
 	code, out, errOut := runKeyCLI(t, "", good)
 	want := good + "\tedifact\tedifact:SENDER|14|RECIP+1|14|REF1|1\n" + good + "\tedifact\tedifact:SENDER|14|RECIP|14|REF2|\n"
-	if code != ExitOK || out != want || errOut != "" {
+	if code != clikit.ExitOK || out != want || errOut != "" {
 		t.Errorf("good file: code %d\nstdout %q\nwant   %q\nstderr %q", code, out, want, errOut)
 	}
 
 	code, out, errOut = runKeyCLI(t, "", bad, good, filepath.Join(dir, "missing.edi"))
-	if code != ExitUsage {
-		t.Errorf("bad file: code %d, want %d", code, ExitUsage)
+	if code != clikit.ExitUsage {
+		t.Errorf("bad file: code %d, want %d", code, clikit.ExitUsage)
 	}
 	if !strings.Contains(out, "REF1") || strings.Contains(out, "REF3") {
 		t.Errorf("stdout %q: want the good file's keys only", out)
@@ -65,7 +67,7 @@ func TestKeyCommand(t *testing.T) {
 func TestKeyCommandStdinAndJSON(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runKeyCLI(t, goodEdifact, "--json", "-")
-	if code != ExitOK || errOut != "" {
+	if code != clikit.ExitOK || errOut != "" {
 		t.Fatalf("code %d stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -89,8 +91,8 @@ func TestKeyCommandUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{nil, ExitUsage, "txinbox key: no FILE given"},
-		{[]string{"--bogus", "x"}, ExitUsage, "flag provided but not defined: -bogus"},
+		{nil, clikit.ExitUsage, "txinbox key: no FILE given"},
+		{[]string{"--bogus", "x"}, clikit.ExitUsage, "flag provided but not defined: -bogus"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runKeyCLI(t, "", tt.args...)
@@ -104,7 +106,7 @@ func TestKeyCommandUsage(t *testing.T) {
 func TestKeyCommandHelp(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runKeyCLI(t, "", "-h")
-	if code != ExitOK || errOut != "" || !strings.Contains(out, "Usage: txinbox key [flags] FILE...") {
+	if code != clikit.ExitOK || errOut != "" || !strings.Contains(out, "Usage: txinbox key [flags] FILE...") {
 		t.Errorf("key -h: code %d stdout %q stderr %q", code, out, errOut)
 	}
 }
@@ -114,8 +116,8 @@ func TestKeyCommandCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errb bytes.Buffer
-	code := Main(ctx, &Env{Stdout: &out, Stderr: &errb}, []string{"key", "-"})
-	if code != ExitFailure || !strings.Contains(errb.String(), "context canceled") {
+	code := Main(ctx, &clikit.Env{Stdout: &out, Stderr: &errb}, []string{"key", "-"})
+	if code != clikit.ExitFailure || !strings.Contains(errb.String(), "context canceled") {
 		t.Errorf("code %d stderr %q", code, errb.String())
 	}
 }
@@ -135,8 +137,8 @@ func TestKeyCommandSamples(t *testing.T) {
 		paths = append(paths, filepath.Join(dir, name))
 	}
 	code, out, errOut := runKeyCLI(t, "", paths...)
-	if code != ExitUsage {
-		t.Errorf("code %d, want %d (some samples are refused)", code, ExitUsage)
+	if code != clikit.ExitUsage {
+		t.Errorf("code %d, want %d (some samples are refused)", code, clikit.ExitUsage)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "\t")
@@ -193,7 +195,7 @@ func TestKeyCommandGroupsAndCharsets(t *testing.T) {
 		"UNB+UNOE:3+\xbc\xd8\xdb\xdb\xd5\xe0:ZZ+R+200101:1200+C1'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+C1'\n" +
 		"UNB+UNOC:3+M\xd6LLER:ZZ+R+200101:1200+C2'UNH+1+X:D:96A:UN'UNT+2+1'UNZ+1+C2'\n"
 	code, out, errOut := runKeyCLI(t, in, "--json", "-")
-	if code != ExitOK || errOut != "" {
+	if code != clikit.ExitOK || errOut != "" {
 		t.Fatalf("code %d stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -16,7 +17,7 @@ import (
 
 // purgeCommand is txinbox purge.
 type purgeCommand struct {
-	dbf       dbFlags
+	dbf       clikit.DBFlags
 	olderThan time.Duration
 	scope     string
 	dry       bool
@@ -24,54 +25,54 @@ type purgeCommand struct {
 	json      bool
 }
 
-func (c *purgeCommand) info() commandInfo {
-	return commandInfo{Name: "purge", Summary: "delete inbox rows (and AS4 messages, sent outbox rows) older than the retention, in bounded batches",
+func (c *purgeCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "purge", Summary: "delete inbox rows (and AS4 messages, sent outbox rows) older than the retention, in bounded batches",
 		Description: `Deletes the inbox rows received longer ago than --older-than, with their
 attempt counts and drift records, in batches of their own short transaction
 (the batch adapts between 500 and 50,000 rows). Without --scope it also
 deletes the AS4 messages and the sent outbox rows of the same age, and on a
 partitioned inbox drops the partitions whose period ended before the cut-off.
 serve runs the same purge in the background.`,
-		Examples: []example{{"txinbox purge --db postgres://localhost/billing --older-than 30d", ""},
-			{"txinbox purge --db inbox.db --older-than 1d12h --dry-run --json", "count what would go"}},
-		ExitCodes: []exitCode{{ExitOK, "purged (or counted, with --dry-run)"}, {ExitFailure, "the database failed during the purge"},
-			{ExitUsage, "bad flags, or no inbox at --db"}}}
+		Examples: []clikit.Example{{Command: "txinbox purge --db postgres://localhost/billing --older-than 30d", What: ""},
+			{Command: "txinbox purge --db inbox.db --older-than 1d12h --dry-run --json", What: "count what would go"}},
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "purged (or counted, with --dry-run)"}, {Code: clikit.ExitFailure, What: "the database failed during the purge"},
+			{Code: clikit.ExitUsage, What: "bad flags, or no inbox at --db"}}}
 }
 
-func (c *purgeCommand) define(fs *flagSet, _ *Env) {
-	c.dbf.define(fs)
-	durationFlag(fs.FlagSet, &c.olderThan, "older-than", 30*day, false, "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
+func (c *purgeCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
+	c.dbf.Define(fs)
+	clikit.DurationFlag(fs.FlagSet, &c.olderThan, "older-than", 30*clikit.Day, false, "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
 	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
 	fs.BoolVar(&c.dry, "dry-run", false, "count what would be deleted, delete nothing")
-	intFlag(fs.FlagSet, &c.batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
+	clikit.IntFlag(fs.FlagSet, &c.batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
 }
 
-func (c *purgeCommand) run(ctx context.Context, in *invocation) int {
+func (c *purgeCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	// The flags under the names the purge below was written with.
-	env, dbf, retention, scope, dry, batch, asJSON := in.env, c.dbf, c.olderThan, &c.scope, &c.dry, &c.batch, &c.json
-	olderThan := formatDuration(c.olderThan)
-	db, err := openMigrated(ctx, dbf, 2)
+	env, dbf, retention, scope, dry, batch, asJSON := in.Env, c.dbf, c.olderThan, &c.scope, &c.dry, &c.batch, &c.json
+	olderThan := clikit.FormatDuration(c.olderThan)
+	db, err := clikit.OpenMigrated(ctx, dbf, 2)
 	if err != nil {
-		return in.fail(ExitUsage, "%v", err)
+		return in.Fail(clikit.ExitUsage, "%v", err)
 	}
-	defer db.close()
+	defer db.Close()
 	now := time.Now()
 	before := now.Add(-retention)
 	start := time.Now()
 	// On a partitioned inbox, whole partitions go (all-scope purges only).
 	var partitions []int64
-	if db.pg != nil && *scope == "" {
-		if partitions, err = expiredPeriods(ctx, db.pg, before); err != nil {
-			fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.where, err)
-			return ExitFailure
+	if db.PG != nil && *scope == "" {
+		if partitions, err = expiredPeriods(ctx, db.PG, before); err != nil {
+			fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.Where, err)
+			return clikit.ExitFailure
 		}
 	}
 	res, err := purgeOnce(ctx, env, db, dbf, purge.Config{Retention: retention, Scope: *scope, BatchSize: *batch,
 		MinBatch: min(*batch, 500), MaxBatch: max(*batch, 50000), Now: func() time.Time { return now }}, *dry)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.where, err)
-		return ExitFailure
+		fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.Where, err)
+		return clikit.ExitFailure
 	}
 	as4n, outboxn := res.Tables["as4_messages"], res.Tables["outbox_sent"]
 	out := map[string]any{"dry_run": *dry, "before": before.UTC(), "inbox": res.Inbox, "attempts": res.Attempts,
@@ -79,7 +80,7 @@ func (c *purgeCommand) run(ctx context.Context, in *invocation) int {
 		"seconds": time.Since(start).Seconds()}
 	if *asJSON {
 		json.NewEncoder(env.Stdout).Encode(out) //nolint:errcheck // stdout
-		return ExitOK
+		return clikit.ExitOK
 	}
 	verb := "purged"
 	if *dry {
@@ -97,13 +98,13 @@ func (c *purgeCommand) run(ctx context.Context, in *invocation) int {
 		}
 		fmt.Fprintf(env.Stdout, "%s the partitions of periods %v (their rows are counted above)\n", verb, partitions)
 	}
-	return ExitOK
+	return clikit.ExitOK
 }
 
 // purgeOnce runs one purge round (or, dry, counts it) of the inbox, and of
 // the AS4 messages (when serve created their tables) and the sent outbox
 // rows as old; progress on a terminal.
-func purgeOnce(ctx context.Context, env *Env, db *inboxDB, dbf dbFlags, cfg purge.Config, dry bool) (purge.Result, error) {
+func purgeOnce(ctx context.Context, env *clikit.Env, db *clikit.InboxDB, dbf clikit.DBFlags, cfg purge.Config, dry bool) (purge.Result, error) {
 	var err error
 	if cfg.Tables, err = purgeTables(ctx, db, dbf); err != nil {
 		return purge.Result{}, err
@@ -117,7 +118,7 @@ func purgeOnce(ctx context.Context, env *Env, db *inboxDB, dbf dbFlags, cfg purg
 	}
 	cfg.OnBatch = func(r store.PurgeResult, _ time.Duration) { progress(r.Total()) }
 	cfg.OnTableBatch = func(_ string, n int64, _ time.Duration) { progress(n) }
-	p, err := purge.New(db.admin.(store.Purger), cfg)
+	p, err := purge.New(db.Admin.(store.Purger), cfg)
 	if err != nil {
 		return purge.Result{}, err
 	}
@@ -133,7 +134,7 @@ func purgeOnce(ctx context.Context, env *Env, db *inboxDB, dbf dbFlags, cfg purg
 
 // purgeTables are the tables purged with the inbox: the AS4 messages, when
 // serve created their tables, and the sent outbox rows.
-func purgeTables(ctx context.Context, db *inboxDB, dbf dbFlags) ([]purge.Table, error) {
+func purgeTables(ctx context.Context, db *clikit.InboxDB, dbf clikit.DBFlags) ([]purge.Table, error) {
 	type as4Purger interface {
 		Exists(context.Context) (bool, error)
 		Expired(context.Context, time.Time) (int64, error)
@@ -141,10 +142,10 @@ func purgeTables(ctx context.Context, db *inboxDB, dbf dbFlags) ([]purge.Table, 
 	}
 	var as4 as4Purger
 	var err error
-	if db.pg != nil {
-		as4, err = as4pg.New(db.pg.Pool(), as4pg.Options{Schema: dbf.schema, TablePrefix: dbf.prefix})
+	if db.PG != nil {
+		as4, err = as4pg.New(db.PG.Pool(), as4pg.Options{Schema: dbf.Schema, TablePrefix: dbf.Prefix})
 	} else {
-		as4, err = as4sqlite.New(db.lite.DB(), as4sqlite.Options{TablePrefix: dbf.prefix})
+		as4, err = as4sqlite.New(db.Lite.DB(), as4sqlite.Options{TablePrefix: dbf.Prefix})
 	}
 	if err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func purgeTables(ctx context.Context, db *inboxDB, dbf dbFlags) ([]purge.Table, 
 	if err != nil {
 		return nil, fmt.Errorf("AS4 tables: %w", err)
 	}
-	ob := db.outboxStore()
+	ob := db.OutboxStore()
 	tables := []purge.Table{{Name: "outbox_sent", Purge: ob.PurgeSent, Count: ob.SentBefore}}
 	if ok {
 		tables = append([]purge.Table{{Name: "as4_messages", Purge: as4.Purge, Count: as4.Expired}}, tables...)

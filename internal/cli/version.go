@@ -8,22 +8,24 @@ import (
 	"runtime"
 	"runtime/debug"
 	"text/tabwriter"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
 // versionCommand is txinbox version (and txinbox --version).
 type versionCommand struct{ json bool }
 
-func (c *versionCommand) info() commandInfo {
-	return commandInfo{Name: "version", Summary: "print the version and build information",
+func (c *versionCommand) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "version", Summary: "print the version and build information",
 		Description: `Prints the module version (a release tag when built by go install with one,
 else "(devel)"), the commit the binary was built from, its time and whether
 the tree had changes, and the Go version and platform. txinbox --version
 prints the same.`,
-		Examples:  []example{{"txinbox version", ""}, {"txinbox version --json", ""}},
-		ExitCodes: []exitCode{{ExitOK, "printed"}, {ExitUsage, "bad flags"}}}
+		Examples:  []clikit.Example{{Command: "txinbox version", What: ""}, {Command: "txinbox version --json", What: ""}},
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "printed"}, {Code: clikit.ExitUsage, What: "bad flags"}}}
 }
 
-func (c *versionCommand) define(fs *flagSet, _ *Env) {
+func (c *versionCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
 }
 
@@ -61,14 +63,14 @@ func readBuildInfo() buildInfo {
 	return b
 }
 
-func (c *versionCommand) run(_ context.Context, in *invocation) int {
+func (c *versionCommand) Run(_ context.Context, in *clikit.Invocation) int {
 	b := readBuildInfo()
 	if c.json {
-		json.NewEncoder(in.env.Stdout).Encode(b) //nolint:errcheck // stdout
-		return ExitOK
+		json.NewEncoder(in.Env.Stdout).Encode(b) //nolint:errcheck // stdout
+		return clikit.ExitOK
 	}
-	fmt.Fprintf(in.env.Stdout, "txinbox %s\n", b.Version)
-	w := tabwriter.NewWriter(in.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(in.Env.Stdout, "txinbox %s\n", b.Version)
+	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "module\t%s\n", b.Module)
 	if b.Revision != "" {
 		modified := ""
@@ -82,5 +84,5 @@ func (c *versionCommand) run(_ context.Context, in *invocation) int {
 	}
 	fmt.Fprintf(w, "go\t%s %s\n", b.Go, b.Platform)
 	w.Flush()
-	return ExitOK
+	return clikit.ExitOK
 }

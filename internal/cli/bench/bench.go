@@ -1,0 +1,299 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+)
+
+// Command is txinbox bench.
+type Command struct {
+	o                               benchOptions
+	dups, only                      string
+	cpuprofile, prefill, batchSizes *string
+	scaleOut                        *string
+	log                             clikit.LogFlags
+}
+
+func (c *Command) Info() clikit.CommandInfo {
+	return clikit.CommandInfo{Name: "bench", Summary: "measure txinbox against PostgreSQL's own insert ceiling and the seed's algorithm",
+		Description: `Measures, on the PostgreSQL database at --db (in a schema of its own, dropped
+after), PostgreSQL's own insert ceiling, the seed's algorithm and txinbox,
+taking turns in --rounds slices so that load changes weigh on all alike, and
+prints a table (or --json). See docs/benchmarks.md.`,
+		Examples: []clikit.Example{{Command: "txinbox bench --db postgres://localhost/bench", What: ""},
+			{Command: "txinbox bench --db postgres://localhost/bench --only txinbox,ceiling --batch-sizes 1,10,100 --chart bench.svg", What: ""}},
+		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "measured"}, {Code: clikit.ExitFailure, What: "a scenario or the database failed"}, {Code: clikit.ExitUsage, What: "bad flags"}}}
+}
+
+func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
+	c.defineFlags(fs.FlagSet, env)
+	fs.GroupPrefix("Databases", "db", "sqlite")
+	fs.GroupPrefix("Scale-out", "scale-out", "serve-bin")
+	fs.GroupPrefix("Extra measures", "prefill", "batch-sizes", "purge-rows", "chart", "cpuprofile")
+	c.log.Define(fs)
+}
+
+func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
+	logger, err := c.log.NewLogger(in.Env.Stderr)
+	if err != nil {
+		return clikit.UsageError(in.Env, in.Path, err.Error())
+	}
+	logger.Info("txinbox bench: starting", "duration", clikit.FormatDuration(c.o.duration), "rounds", c.o.rounds,
+		"batch", c.o.batch, "conns", c.o.conns, "only", c.only)
+	return c.runBench(ctx, in.Env)
+}
+
+type benchOptions struct {
+	db         string
+	sqlite     string
+	duration   time.Duration
+	batch      int
+	conns      int
+	rounds     int
+	dups       []float64
+	json       bool
+	scenarios  map[string]bool
+	prefill    []int64
+	batchSizes []int64
+	chart      string
+	purgeRows  int64
+	// scaleOut is the serve process counts of the scale-out scenario,
+	// scaleRecords its backlog, serveBin the txinbox binary it runs.
+	scaleOut     []int64
+	scaleRecords int64
+	scaleKills   int
+	serveBin     string
+}
+
+// benchResult is one measured scenario.
+type benchResult struct {
+	Name       string  `json:"name"`
+	Store      string  `json:"store"`
+	Duplicates float64 `json:"duplicates"`
+	Workers    int     `json:"workers"`
+	Messages   int64   `json:"messages"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgs_per_s"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	Effects    int64   `json:"effects"`
+	Error      string  `json:"error,omitempty"`
+	lat        *latencies
+}
+
+// defineFlags defines bench's flags, bound to c.
+func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
+	o, dups, only := &c.o, &c.dups, &c.only
+	fs.StringVar(&o.db, "db", "", "PostgreSQL URL to measure on (a schema of its own is created and dropped)")
+	fs.StringVar(&o.sqlite, "sqlite", "", "also measure txinbox on this SQLite file (created, then removed)")
+	clikit.DurationFlag(fs, &o.duration, "duration", 5*time.Second, false, "how long each scenario runs in all")
+	clikit.IntFlag(fs, &o.rounds, "rounds", 5, 1, "the scenarios take turns in this many slices of --duration each, so load changes weigh on all alike")
+	clikit.IntFlag(fs, &o.batch, "batch", 100, 1, "messages per transaction")
+	clikit.IntFlag(fs, &o.conns, "conns", 4, 1, "connections for the ceiling and txinbox scenarios")
+	fs.StringVar(dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
+	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-one-row, seed, seed16, txinbox, declarative, light, "+
+		"sqlite, e2e-kafka, kafka-watermark, scale-out, purge); default all but purge")
+	c.scaleOut = fs.String("scale-out", "1,2,3", "scale-out: serve process counts in one Kafka group")
+	clikit.Int64Flag(fs, &o.scaleRecords, "scale-out-records", 60_000, 1000, "scale-out: the backlog each drain starts from")
+	clikit.IntFlag(fs, &o.scaleKills, "scale-out-kills", 3, 0, "scale-out: SIGKILLs (each process replaced) during one more drain with the most processes; 0: no such drain")
+	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
+	clikit.Int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	c.cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
+	c.prefill = fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
+	c.batchSizes = fs.String("batch-sizes", "", "also measure txinbox and the ceiling at these batch sizes, e.g. 1,10,100,500")
+	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of throughput against batch size and inbox size to `FILE`")
+}
+
+// runBench runs the scenarios that the flags choose.
+func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
+	o, dups, only, cpuprofile, prefill, batchSizes, scaleOut := c.o, c.dups, c.only, c.cpuprofile, c.prefill, c.batchSizes, c.scaleOut
+	var err error
+	if o.prefill, err = parseCounts("--prefill", *prefill); err == nil {
+		o.batchSizes, err = parseCounts("--batch-sizes", *batchSizes)
+	}
+	if err == nil {
+		o.scaleOut, err = parseCounts("--scale-out", *scaleOut)
+	}
+	if err == nil && len(o.scaleOut) == 0 {
+		err = errors.New("--scale-out: give process counts, e.g. 1,2,3")
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+		return clikit.ExitUsage
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+			return clikit.ExitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+			return clikit.ExitFailure
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := o.parse(dups, only); err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+		return clikit.ExitUsage
+	}
+	// A soft memory limit keeps the garbage of the embedded Kafka cluster
+	// from inflating the peak RSS that the report gives.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
+	load0 := loadAverage()
+	rep, err := runBenchScenarios(ctx, env, o)
+	if rep != nil {
+		rep.LoadAverage = [2]float64{load0, loadAverage()}
+	}
+	if err == nil && o.scenarios["purge"] {
+		rep.Purge, err = runPurgeBench(ctx, env, o)
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+		return clikit.ExitFailure
+	}
+	if o.chart != "" {
+		if err := os.WriteFile(o.chart, benchChart(rep), 0o644); err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox bench: --chart:", err)
+			return clikit.ExitFailure
+		}
+	}
+	if o.json {
+		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
+	} else {
+		printBench(env, rep)
+	}
+	return clikit.ExitOK
+}
+
+func (o *benchOptions) parse(dups, only string) error {
+	if !clikit.IsPostgresURL(o.db) {
+		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
+	}
+	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 || o.purgeRows < 1 {
+		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns, --rounds and --purge-rows at least 1")
+	}
+	for _, d := range strings.Split(dups, ",") {
+		var f float64
+		if _, err := fmt.Sscan(strings.TrimSpace(d), &f); err != nil || f < 0 || f >= 1 {
+			return fmt.Errorf("--duplicates: %q is not a share between 0 and 1", d)
+		}
+		o.dups = append(o.dups, f)
+	}
+	all := []string{"ceiling", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "sqlite", "e2e-kafka",
+		"kafka-watermark", "scale-out", "purge"}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(all, s) {
+			return fmt.Errorf("--only: unknown scenario %q (use %s)", s, strings.Join(all, ", "))
+		}
+		o.scenarios[s] = true
+	}
+	if len(o.scenarios) == 0 {
+		for _, s := range all {
+			o.scenarios[s] = s != "purge" // minutes of prefill: only when asked
+		}
+	}
+	return nil
+}
+
+func printBench(env *clikit.Env, rep *benchReport) {
+	if len(rep.Results) == 0 && len(rep.Purge) > 0 {
+		printPurgeBench(env.Stdout, rep.Purge)
+		return
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\t")
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t(%s)\n", r.Name, r.Store, 100*r.Duplicates, r.Workers, r.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t\n", r.Name, r.Store, 100*r.Duplicates, r.Workers,
+			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms)
+	}
+	w.Flush()
+	printHeadline(env, "", &rep.headline)
+	if rep.Dup30 != nil {
+		printHeadline(env, " (30% duplicates)", rep.Dup30)
+	}
+	fmt.Fprintf(env.Stdout, "txinbox / seed (1 worker): %.1fx   p99 latency at 1,000 msgs/s offered: %.2f ms   peak RSS: %.0f MB   load average: %.1f, %.1f\n",
+		rep.TxinboxVsSeed, rep.LightLoadP99ms, rep.PeakRSSMB, rep.LoadAverage[0], rep.LoadAverage[1])
+	if len(rep.ScaleOut) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\nserve processes\tSIGKILLs\tmsgs/s\tvs ceiling\tdoubled\tlost\t")
+		for _, p := range rep.ScaleOut {
+			fmt.Fprintf(w, "%d\t%d\t%.0f\t%.0f%%\t%d\t%d\t\n", p.Processes, p.Kills, p.MsgsPerSec, 100*p.VsCeiling, p.Doubled, p.Lost)
+		}
+		w.Flush()
+	}
+	if len(rep.BatchSizes) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\nbatch\ttxinbox msgs/s\tceiling msgs/s\ttxinbox/ceiling\ttxinbox p99 ms\t")
+		for _, b := range rep.BatchSizes {
+			fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.0f%%\t%.2f\t\n", b.Batch, b.Txinbox, b.Ceiling, 100*b.VsCeiling, b.TxinboxP99)
+		}
+		w.Flush()
+	}
+	if len(rep.Purge) > 0 {
+		printPurgeBench(env.Stdout, rep.Purge)
+	}
+	if len(rep.Growth) > 0 {
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "\ninbox rows\ttxinbox msgs/s\tvs empty\tp99 ms\t")
+		for _, g := range rep.Growth {
+			fmt.Fprintf(w, "%d\t%.0f\t%.0f%%\t%.2f\t\n", g.InboxRows, g.MsgsPerSec, 100*g.VsEmptyInbox, g.P99ms)
+		}
+		w.Flush()
+	}
+}
+
+func printHeadline(env *clikit.Env, what string, h *headline) {
+	fmt.Fprintf(env.Stdout, "\n/ ceiling%s: txinbox %.0f%%   declarative %.0f%%   e2e kafka %.0f%%;   kafka watermark / one-row ceiling %.0f%%\n",
+		what, 100*h.TxinboxVsCeiling, 100*h.DeclarativeVsCeiling, 100*h.E2EKafkaVsCeiling, 100*h.KafkaWatermarkVsOneRow)
+}
+
+// peakRSSMB reads the process's peak resident set size.
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// loadAverage is the machine's one-minute load average (0 where
+// /proc/loadavg cannot be read).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
+}

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+)
+
+// benchReport is what --json prints.
+type benchReport struct {
+	// The headline figures at the first --duplicates share.
+	headline
+	// The same at 30% duplicates, when 0.3 is measured and is not the
+	// first share.
+	Dup30 *headline `json:"-"`
+
+	SeedMsgsPerS   float64 `json:"seed_msgs_per_s"`
+	Seed16MsgsPerS float64 `json:"seed16_msgs_per_s"`
+	LightLoadP99ms float64 `json:"light_load_p99_ms"`
+	TxinboxVsSeed  float64 `json:"txinbox_vs_seed"`
+	// ScaleOut is serve processes in one Kafka group draining a backlog.
+	ScaleOut            []scalePoint   `json:"scale_out,omitempty"`
+	PeakRSSMB           float64        `json:"peak_rss_mb"`
+	LoadAverage         [2]float64     `json:"load_average"` // at the start and the end of the run
+	DurationPerScenario string         `json:"duration_per_scenario"`
+	Results             []*benchResult `json:"results"`
+	Growth              []growthPoint  `json:"growth,omitempty"`
+	BatchSizes          []batchPoint   `json:"batch_sizes,omitempty"`
+	Purge               []purgePoint   `json:"purge,omitempty"`
+}
+
+// headline is the figures of one duplicate share: each scenario's
+// messages/s and its ratio to the (two-row) ceiling.
+type headline struct {
+	CeilingMsgsPerS        float64 `json:"ceiling_msgs_per_s"`
+	CeilingOneRowMsgsPerS  float64 `json:"ceiling_one_row_msgs_per_s"`
+	TxinboxMsgsPerS        float64 `json:"txinbox_msgs_per_s"`
+	DeclarativeMsgsPerS    float64 `json:"txinbox_declarative_msgs_per_s"`
+	KafkaWatermarkMsgsPerS float64 `json:"kafka_watermark_msgs_per_s"`
+	E2EKafkaMsgsPerS       float64 `json:"e2e_kafka_msgs_per_s"`
+	TxinboxVsCeiling       float64 `json:"txinbox_vs_ceiling"`
+	DeclarativeVsCeiling   float64 `json:"txinbox_declarative_vs_ceiling"`
+	// KafkaWatermarkVsOneRow is the offsets-as-the-inbox mode against the
+	// one-row ceiling, the goal's measure.
+	KafkaWatermarkVsOneRow float64 `json:"kafka_watermark_vs_one_row_ceiling"`
+	E2EKafkaVsCeiling      float64 `json:"e2e_kafka_vs_ceiling"`
+}
+
+// record keeps a scenario's figure in the headline of its duplicate share.
+func (rep *benchReport) record(key string, r *benchResult, first bool) {
+	h := &rep.headline
+	if !first {
+		if math.Abs(r.Duplicates-0.3) > 1e-9 {
+			return
+		}
+		if rep.Dup30 == nil {
+			rep.Dup30 = &headline{}
+		}
+		h = rep.Dup30
+	}
+	switch key {
+	case "ceiling":
+		h.CeilingMsgsPerS = r.MsgsPerSec
+	case "ceiling-one-row":
+		h.CeilingOneRowMsgsPerS = r.MsgsPerSec
+	case "txinbox":
+		h.TxinboxMsgsPerS = r.MsgsPerSec
+	case "declarative":
+		h.DeclarativeMsgsPerS = r.MsgsPerSec
+	case "kafka-watermark":
+		h.KafkaWatermarkMsgsPerS = r.MsgsPerSec
+	case "e2e-kafka":
+		h.E2EKafkaMsgsPerS = r.MsgsPerSec
+	}
+	if first {
+		rep.recordFirst(key, r)
+	}
+	h.ratios()
+}
+
+// recordFirst keeps the figures reported for the first share only.
+func (rep *benchReport) recordFirst(key string, r *benchResult) {
+	switch key {
+	case "seed":
+		rep.SeedMsgsPerS = r.MsgsPerSec
+	case "seed16":
+		rep.Seed16MsgsPerS = r.MsgsPerSec
+	case "light":
+		rep.LightLoadP99ms = r.P99ms
+	}
+	if rep.SeedMsgsPerS > 0 {
+		rep.TxinboxVsSeed = rep.TxinboxMsgsPerS / rep.SeedMsgsPerS
+	}
+}
+
+func (h *headline) ratios() {
+	ratio := func(a, b float64) float64 {
+		if b <= 0 {
+			return 0
+		}
+		return a / b
+	}
+	h.TxinboxVsCeiling = ratio(h.TxinboxMsgsPerS, h.CeilingMsgsPerS)
+	h.DeclarativeVsCeiling = ratio(h.DeclarativeMsgsPerS, h.CeilingMsgsPerS)
+	h.E2EKafkaVsCeiling = ratio(h.E2EKafkaMsgsPerS, h.CeilingMsgsPerS)
+	h.KafkaWatermarkVsOneRow = ratio(h.KafkaWatermarkMsgsPerS, h.CeilingOneRowMsgsPerS)
+}
+
+// MarshalJSON prints the report with the 30% headline's keys suffixed
+// "_dup30" (e.g. "ceiling_msgs_per_s_dup30") next to the first share's.
+func (rep *benchReport) MarshalJSON() ([]byte, error) {
+	type plain benchReport
+	out, err := json.Marshal((*plain)(rep))
+	if err != nil || rep.Dup30 == nil {
+		return out, err
+	}
+	var fields map[string]json.RawMessage
+	raw, err := json.Marshal(rep.Dup30)
+	if err == nil {
+		err = json.Unmarshal(raw, &fields)
+	}
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Sorted(maps.Keys(fields))
+	var b bytes.Buffer
+	b.Write(out[:len(out)-1]) // without its closing brace
+	for _, k := range keys {
+		fmt.Fprintf(&b, ",%q:%s", k+"_dup30", fields[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

@@ -1,0 +1,446 @@
+package bench
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+// benchEnv is the schema the benchmark owns for one run.
+type benchEnv struct {
+	o      benchOptions
+	env    *clikit.Env
+	schema string
+	pool   *pgxpool.Pool
+	driver *pgstore.Driver
+}
+
+func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*benchReport, error) {
+	be, err := newBenchEnv(ctx, env, o)
+	if err != nil {
+		return nil, err
+	}
+	defer be.close()
+	rep := &benchReport{DurationPerScenario: o.duration.String()}
+	type scenario struct {
+		key, name string
+		workers   int
+		run       func(context.Context, float64) (*benchResult, error)
+	}
+	scenarios := []scenario{
+		{"ceiling", "ceiling", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceiling(ctx, d) }},
+		{"ceiling-one-row", "ceiling-one-row", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceilingOneRow(ctx, d) }},
+		{"seed", "seed", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 1) }},
+		{"seed16", "seed", 16, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 16) }},
+		{"txinbox", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxPG(ctx, d) }},
+		{"light", "light-load", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
+		{"declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.declarative(ctx, d) }},
+		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
+		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
+			return benchKafka(ctx, o, be.pool, d, false)
+		}},
+		{"kafka-watermark", "kafka-watermark", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
+			return benchKafka(ctx, o, be.pool, d, true)
+		}},
+	}
+	// The scenarios take turns in short slices (Options.rounds of them), so
+	// that a machine whose load changes during the run weighs on all of
+	// them alike: the ratios are what the run is for.
+	for _, dup := range o.dups {
+		merged := make([]*benchResult, len(scenarios))
+		for round := range o.rounds {
+			for i, s := range scenarios {
+				if !o.scenarios[s.key] || (s.key == "sqlite" && o.sqlite == "") || (merged[i] != nil && merged[i].Error != "") {
+					continue
+				}
+				be.progress("%s (%.0f%% duplicates, %d workers), round %d/%d...", s.name, 100*dup, s.workers, round+1, o.rounds)
+				if err := be.truncate(ctx); err != nil {
+					return nil, err
+				}
+				r, err := s.run(ctx, dup)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+				}
+				merged[i] = merged[i].merge(r)
+			}
+		}
+		for i, r := range merged {
+			if r != nil {
+				rep.Results = append(rep.Results, r)
+				rep.record(scenarios[i].key, r, dup == o.dups[0])
+			}
+		}
+	}
+	if len(o.batchSizes) > 0 {
+		if rep.BatchSizes, err = be.batchSweep(ctx, o.batchSizes); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.prefill) > 0 {
+		if rep.Growth, err = be.growth(ctx, o.prefill); err != nil {
+			return nil, err
+		}
+	}
+	if o.scenarios["scale-out"] {
+		if rep.ScaleOut, err = be.scaleOut(ctx); err != nil {
+			return nil, err
+		}
+		for i := range rep.ScaleOut {
+			if rep.CeilingMsgsPerS > 0 {
+				rep.ScaleOut[i].VsCeiling = rep.ScaleOut[i].MsgsPerSec / rep.CeilingMsgsPerS
+			}
+		}
+	}
+	be.progress("")
+	rep.PeakRSSMB = peakRSSMB()
+	return rep, nil
+}
+
+func newBenchEnv(ctx context.Context, env *clikit.Env, o benchOptions) (*benchEnv, error) {
+	b := make([]byte, 4)
+	crand.Read(b)
+	schema := "txinbox_bench_" + hex.EncodeToString(b)
+	cfg, err := pgxpool.ParseConfig(o.db)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = int32(max(o.conns, 16) + 2)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", clikit.Redact(cfg), err)
+	}
+	be := &benchEnv{o: o, env: env, schema: schema, pool: pool}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	be.driver, _ = pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err := be.driver.Migrate(ctx); err != nil {
+		be.close()
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+		be.close()
+		return nil, err
+	}
+	return be, nil
+}
+
+func (be *benchEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	be.pool.Exec(ctx, "DROP SCHEMA "+be.schema+" CASCADE") //nolint:errcheck // best effort
+	be.pool.Close()
+}
+
+func (be *benchEnv) truncate(ctx context.Context) error {
+	_, err := be.pool.Exec(ctx, be.driver.Tables().Expand("TRUNCATE {inbox}, {attempts}, {drift}, effects"))
+	return err
+}
+
+func (be *benchEnv) progress(format string, args ...any) {
+	if !be.env.IsTerminal || be.o.json {
+		return
+	}
+	fmt.Fprintf(be.env.Stderr, "\r\033[Kbench: "+format, args...)
+}
+
+// idSource hands out message ids; a share of them repeat an id handed out
+// four rounds of batches ago or earlier: a redelivery of a message that
+// committed (a repeat of one still in flight would wait for its lock,
+// which measures lock waits, not the inbox).
+type idSource struct {
+	next   atomic.Int64
+	dup    float64
+	behind int64
+	prefix string
+}
+
+// idSources numbers the sources, so that runs on tables that are not
+// emptied in between (the growth scenario) never reuse an id.
+var idSources atomic.Int64
+
+func newIDSource(dup float64, behind int) *idSource {
+	return &idSource{dup: dup, behind: int64(behind), prefix: fmt.Sprintf("r%d-", idSources.Add(1))}
+}
+
+func (s *idSource) id(rng *rand.Rand) (string, bool) {
+	if s.dup > 0 && rng.Float64() < s.dup {
+		if n := s.next.Load(); n > s.behind {
+			return s.prefix + strconv.FormatInt(n-s.behind-rng.Int64N(min(n-s.behind, 10000)), 10), true
+		}
+	}
+	return s.prefix + strconv.FormatInt(s.next.Add(1), 10), false
+}
+
+// merge adds the slice r to the scenario's result so far (nil at first).
+func (acc *benchResult) merge(r *benchResult) *benchResult {
+	if acc == nil || r.Error != "" {
+		return r
+	}
+	acc.Messages += r.Messages
+	acc.Seconds += r.Seconds
+	acc.Effects += r.Effects
+	acc.MsgsPerSec = float64(acc.Messages) / acc.Seconds
+	acc.lat.samples = append(acc.lat.samples, r.lat.samples...)
+	acc.P50ms, acc.P99ms = acc.lat.percentile(0.50), acc.lat.percentile(0.99)
+	return acc
+}
+
+// latencies collects per-message latency samples, weighted by count.
+type latencies struct {
+	mu      sync.Mutex
+	samples []latencySample
+}
+
+type latencySample struct {
+	d time.Duration
+	n int
+}
+
+func (l *latencies) add(d time.Duration, n int) {
+	l.mu.Lock()
+	l.samples = append(l.samples, latencySample{d, n})
+	l.mu.Unlock()
+}
+
+func (l *latencies) percentile(p float64) float64 {
+	slices.SortFunc(l.samples, func(a, b latencySample) int { return int(a.d - b.d) })
+	total := 0
+	for _, s := range l.samples {
+		total += s.n
+	}
+	want, seen := int(p*float64(total)), 0
+	for _, s := range l.samples {
+		if seen += s.n; seen > want {
+			return float64(s.d) / float64(time.Millisecond)
+		}
+	}
+	return 0
+}
+
+// measure runs work on workers goroutines for the configured duration and
+// turns what they counted into a result.
+func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup float64, workers int,
+	work func(ctx context.Context, w int, lat *latencies, msgs *atomic.Int64) error) (*benchResult, error) {
+	check := be.oneEffectPerInboxRow
+	if storeName != "postgres" {
+		check = func(*benchResult) error { return nil }
+	}
+	return be.measureWith(ctx, name, storeName, dup, workers, check, work)
+}
+
+// oneEffectPerInboxRow is every inbox scenario's check: exactly once is
+// one effect per inbox row.
+func (be *benchEnv) oneEffectPerInboxRow(r *benchResult) error {
+	var inbox int64
+	err := be.pool.QueryRow(context.Background(), be.driver.Tables().Expand(
+		"SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')")).Scan(&r.Effects, &inbox)
+	if err != nil {
+		return err
+	}
+	if r.Effects != inbox {
+		return fmt.Errorf("%s: %d effects for %d inbox rows", r.Name, r.Effects, inbox)
+	}
+	return nil
+}
+
+// measureWith is measure with the check of the scenario's end given.
+func (be *benchEnv) measureWith(ctx context.Context, name, storeName string, dup float64, workers int, check func(*benchResult) error,
+	work func(ctx context.Context, w int, lat *latencies, msgs *atomic.Int64) error) (*benchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, be.o.duration/time.Duration(be.o.rounds))
+	defer cancel()
+	var lat latencies
+	var msgs atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			if err := work(ctx, w, &lat, &msgs); err != nil && ctx.Err() == nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	r := &benchResult{Name: name, Store: storeName, Duplicates: dup, Workers: workers, Messages: msgs.Load(),
+		Seconds: elapsed, MsgsPerSec: float64(msgs.Load()) / elapsed, P50ms: lat.percentile(0.50), P99ms: lat.percentile(0.99), lat: &lat}
+	return r, check(r)
+}
+
+var benchPayload = []byte(`{"type":"InvoiceIssued","invoice_no":"INV-000001","partner":"PARTNER-1","amount_cents":12345}`)
+
+func benchHash() []byte {
+	h := sha256.Sum256(benchPayload)
+	return h[:]
+}
+
+// ceiling is PostgreSQL's own durable limit for the same rows: one
+// statement per batch claims the inbox rows and inserts the effect rows of
+// the new ones, committed on its own. It inserts in key order, as the
+// claim does: two batches sharing keys then wait for each other instead of
+// deadlocking.
+func (be *benchEnv) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
+	q := be.driver.Tables().Expand(`WITH m AS (
+	SELECT * FROM unnest($1::text[]) AS m(message_id)),
+ins AS (
+	INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+	SELECT 'bench', m.message_id, 'bench', '', '', $2, now(), now() FROM m ORDER BY m.message_id
+	ON CONFLICT (scope, message_id) DO NOTHING RETURNING message_id)
+INSERT INTO effects SELECT 'bench', message_id FROM ins`)
+	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
+	hash := benchHash()
+	return be.measure(ctx, "ceiling", "postgres", dup, be.o.conns, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 1))
+		for ctx.Err() == nil {
+			batch := be.batchIDs(ids, rng)
+			t0 := time.Now()
+			// Each statement runs to its end past the deadline, so that
+			// what committed is counted.
+			if _, err := be.pool.Exec(context.WithoutCancel(ctx), q, batch, hash); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), len(batch))
+			n.Add(int64(len(batch)))
+		}
+		return nil
+	})
+}
+
+// ceilingOneRow is PostgreSQL's limit for the effect rows alone: the
+// ceiling's statement shape without the inbox. It is what an inbox that
+// writes no row per message (offsets as the inbox) can approach; every
+// message is an effect, repeats included (a producer's re-send is a new
+// record to such an inbox).
+func (be *benchEnv) ceilingOneRow(ctx context.Context, dup float64) (*benchResult, error) {
+	q := `WITH m AS (SELECT * FROM unnest($1::text[]) AS m(message_id))
+INSERT INTO effects SELECT 'bench', message_id FROM m`
+	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
+	check := func(r *benchResult) error {
+		if err := be.pool.QueryRow(context.Background(), "SELECT count(*) FROM effects").Scan(&r.Effects); err != nil {
+			return err
+		}
+		if r.Effects != r.Messages {
+			return fmt.Errorf("ceiling-one-row: %d effects for %d messages", r.Effects, r.Messages)
+		}
+		return nil
+	}
+	return be.measureWith(ctx, "ceiling-one-row", "postgres", dup, be.o.conns, check, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 5))
+		for ctx.Err() == nil {
+			batch := be.batchIDs(ids, rng)
+			t0 := time.Now()
+			if _, err := be.pool.Exec(context.WithoutCancel(ctx), q, batch); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), len(batch))
+			n.Add(int64(len(batch)))
+		}
+		return nil
+	})
+}
+
+// batchIDs returns one batch of ids without repeats inside the batch.
+func (be *benchEnv) batchIDs(ids *idSource, rng *rand.Rand) []string {
+	batch := make([]string, 0, be.o.batch)
+	seen := make(map[string]bool, be.o.batch)
+	for len(batch) < be.o.batch {
+		id, _ := ids.id(rng)
+		if !seen[id] {
+			seen[id] = true
+			batch = append(batch, id)
+		}
+	}
+	return batch
+}
+
+// seed is the seed's algorithm as written: one transaction per message,
+// duplicates detected by catching the unique violation.
+func (be *benchEnv) seed(ctx context.Context, dup float64, workers int) (*benchResult, error) {
+	ins := be.driver.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
+VALUES ('bench', $1, 'bench', '', '', $2, now(), now())`)
+	ids := newIDSource(dup, workers*4)
+	hash := benchHash()
+	return be.measure(ctx, "seed", "postgres", dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 2))
+		for ctx.Err() == nil {
+			id, _ := ids.id(rng)
+			t0 := time.Now()
+			if err := seedOne(context.WithoutCancel(ctx), be.pool, ins, id, hash); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), 1)
+			n.Add(1)
+		}
+		return nil
+	})
+}
+
+func seedOne(ctx context.Context, pool *pgxpool.Pool, ins, id string, hash []byte) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if _, err := tx.Exec(ctx, ins, id, hash); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			return nil // a duplicate: roll back, ack
+		}
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ('bench', $1)", id); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func benchEffectsHandler(ctx context.Context, tx pgx.Tx, ids []string) error {
+	_, err := tx.Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+	return err
+}
+
+func tempSQLite(path string) (string, func(), error) {
+	if path == "" {
+		return "", nil, errors.New("no --sqlite file")
+	}
+	if _, err := os.Stat(path); err == nil {
+		return "", nil, fmt.Errorf("--sqlite %s exists: give a new file, it is removed afterwards", path)
+	}
+	return path, func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(filepath.Clean(path + suffix))
+		}
+	}, nil
+}

@@ -1,0 +1,87 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/txinbox/txinbox/internal/cli/clitest"
+	"github.com/txinbox/txinbox/internal/testdb"
+)
+
+// TestBenchSmoke runs every PostgreSQL scenario briefly: the report has its
+// headline figures and every scenario was exactly once (bench checks one
+// effect per inbox row itself). Speed is not asserted here.
+func TestBenchSmoke(t *testing.T) {
+	testdb.Require(t)
+	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--batch", "10", "--json",
+		"--only", "ceiling,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
+		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--serve-bin", clitest.Bin())
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, errs)
+	}
+	var rep struct {
+		Ceiling           float64 `json:"ceiling_msgs_per_s"`
+		CeilingOneRow     float64 `json:"ceiling_one_row_msgs_per_s"`
+		Seed              float64 `json:"seed_msgs_per_s"`
+		Txinbox           float64 `json:"txinbox_msgs_per_s"`
+		Declarative       float64 `json:"txinbox_declarative_msgs_per_s"`
+		Kafka             float64 `json:"e2e_kafka_msgs_per_s"`
+		Watermark         float64 `json:"kafka_watermark_msgs_per_s"`
+		Ceiling30         float64 `json:"ceiling_msgs_per_s_dup30"`
+		Kafka30           float64 `json:"e2e_kafka_msgs_per_s_dup30"`
+		Declarative30     float64 `json:"txinbox_declarative_msgs_per_s_dup30"`
+		WatermarkVsOneRow float64 `json:"kafka_watermark_vs_one_row_ceiling"`
+		ScaleOut          []struct {
+			Processes  int     `json:"processes"`
+			MsgsPerSec float64 `json:"msgs_per_s"`
+			Doubled    int64   `json:"doubled"`
+			Lost       int64   `json:"lost"`
+		} `json:"scale_out"`
+		Results []struct {
+			Name       string  `json:"name"`
+			Duplicates float64 `json:"duplicates"`
+			Messages   int64   `json:"messages"`
+			Effects    int64   `json:"effects"`
+			Error      string  `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out, err)
+	}
+	for name, v := range map[string]float64{"ceiling": rep.Ceiling, "ceiling-one-row": rep.CeilingOneRow, "seed": rep.Seed,
+		"txinbox": rep.Txinbox, "declarative": rep.Declarative, "e2e-kafka": rep.Kafka, "kafka-watermark": rep.Watermark,
+		"ceiling at 30%": rep.Ceiling30, "e2e-kafka at 30%": rep.Kafka30, "declarative at 30%": rep.Declarative30,
+		"kafka-watermark / one-row ceiling": rep.WatermarkVsOneRow} {
+		if v <= 0 {
+			t.Errorf("%s: %v in the report", name, v)
+		}
+	}
+	if len(rep.Results) != 16 || len(rep.ScaleOut) != 2 || rep.ScaleOut[1].Processes != 2 || rep.ScaleOut[1].MsgsPerSec <= 0 {
+		t.Fatalf("report = %s", out)
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" || r.Messages == 0 || r.Effects == 0 || r.Effects > r.Messages {
+			t.Errorf("scenario %+v", r)
+		}
+		// Repeats start four rounds of batches (160 ids) into a scenario, and
+		// 200 records into e2e-kafka's topic (4 partitions consumed together).
+		// Without an inbox row per id (ceiling-one-row, offsets as the inbox)
+		// a repeat is a new message.
+		oneRow := r.Name == "ceiling-one-row" || r.Name == "kafka-watermark"
+		if r.Duplicates > 0 && r.Name != "seed" && !oneRow && r.Messages > 1000 && r.Effects >= r.Messages {
+			t.Errorf("%s at %.0f%% duplicates: %d effects for %d messages", r.Name, 100*r.Duplicates, r.Effects, r.Messages)
+		}
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--db", "inbox.db"}, {"--db", "postgres://x/y", "--duplicates", "2"}, {"--db", "postgres://x/y", "--only", "magic"},
+	} {
+		_, errs, code := run(t, append([]string{"bench"}, args...)...)
+		if code != 2 || !strings.Contains(errs, "txinbox bench:") {
+			t.Errorf("bench %v: %d %q", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/serve"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// txinboxPG feeds the processor from memory: each worker processes batches
+// whose effects a batch handler writes with one statement.
+func (be *benchEnv) txinboxPG(ctx context.Context, dup float64) (*benchResult, error) {
+	p, err := txinbox.NewProcessor(be.driver, txinbox.Config[pgx.Tx]{
+		Scope:        "bench",
+		MaxBatchSize: be.o.batch,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			return benchEffectsHandler(ctx, tx, messageIDs(msgs))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return be.feedProcessor(ctx, "postgres", dup, be.o.conns, p.Process)
+}
+
+func (be *benchEnv) txinboxSQLite(ctx context.Context, dup float64) (*benchResult, error) {
+	path, cleanup, err := tempSQLite(be.o.sqlite)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	d, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := d.DB().ExecContext(ctx, "CREATE TABLE effects (scope TEXT NOT NULL, message_id TEXT NOT NULL)"); err != nil {
+		return nil, err
+	}
+	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{
+		Scope:        "bench",
+		MaxBatchSize: be.o.batch,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx *sql.Tx, msgs []*txinbox.Message) error {
+			stmt, err := tx.PrepareContext(ctx, "INSERT INTO effects VALUES ('bench', ?)")
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for _, m := range msgs {
+				if _, err := stmt.ExecContext(ctx, m.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return be.feedProcessor(ctx, "sqlite", dup, 1, p.Process)
+}
+
+func (be *benchEnv) feedProcessor(ctx context.Context, storeName string, dup float64, workers int,
+	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error)) (*benchResult, error) {
+	ids := newIDSource(dup, be.o.batch*workers*4)
+	return be.measure(ctx, "txinbox", storeName, dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(uint64(w), 3))
+		for ctx.Err() == nil {
+			msgs := make([]*txinbox.Message, be.o.batch)
+			for i := range msgs {
+				id, _ := ids.id(rng)
+				msgs[i] = &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}
+			}
+			t0 := time.Now()
+			// The batch runs to its end when the deadline passes, so it
+			// is counted.
+			if _, err := process(context.WithoutCancel(ctx), msgs); err != nil {
+				return err
+			}
+			lat.add(time.Since(t0), len(msgs))
+			n.Add(int64(len(msgs)))
+		}
+		return nil
+	})
+}
+
+func messageIDs(msgs []*txinbox.Message) []string {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// lightLoad offers rate messages/s one at a time through Submit (the
+// linger batcher) and measures each message's latency from its scheduled
+// arrival to its commit: what the linger costs under light load.
+func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benchResult, error) {
+	p, err := txinbox.NewProcessor(be.driver, txinbox.Config[pgx.Tx]{
+		Scope:        "bench",
+		MaxBatchSize: be.o.batch,
+		Concurrency:  be.o.conns,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			return benchEffectsHandler(ctx, tx, messageIDs(msgs))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	ids := newIDSource(dup, rate/10+10)
+	r, err := be.measure(ctx, "light-load", "postgres", dup, 1, func(ctx context.Context, _ int, lat *latencies, n *atomic.Int64) error {
+		rng := rand.New(rand.NewPCG(4, 4))
+		interval := time.Second / time.Duration(rate)
+		start := time.Now()
+		errs := make(chan error, 1)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i := 0; ctx.Err() == nil; i++ {
+			due := start.Add(time.Duration(i) * interval)
+			time.Sleep(time.Until(due)) // pacing the offered load, not waiting for a condition
+			id, _ := ids.id(rng)
+			wg.Go(func() {
+				if _, err := p.Submit(context.WithoutCancel(ctx), &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+				lat.add(time.Since(due), 1)
+				n.Add(1)
+			})
+			select {
+			case err := <-errs:
+				return err
+			default:
+			}
+		}
+		return nil
+	})
+	if r != nil {
+		r.Name = fmt.Sprintf("light-load %d/s", rate)
+	}
+	return r, err
+}
+
+// benchEffectSQL is the declarative scenario's effect: what a user of
+// serve --effect sql writes for the bench's effect row, set-based.
+const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
+
+// declarative is the processor with the effect given as SQL, as serve
+// --effect sql runs it: joined to the claim's statement, no Go handler.
+func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
+	cfg := serve.WithSourceEffect(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, serve.EffectSQL, []string{benchEffectSQL}, "", false, true, clikit.PGTxExec, "bench")
+	p, err := txinbox.NewProcessor(be.driver, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := be.feedProcessor(ctx, "postgres", dup, be.o.conns, p.Process)
+	if r != nil {
+		r.Name = "txinbox-declarative"
+	}
+	return r, err
+}

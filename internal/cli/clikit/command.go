@@ -1,0 +1,253 @@
+// Package cli implements the txinbox command line. cmd/txinbox/main.go only
+// calls Main, so every command can be run and tested in-process.
+//
+// # Commands
+//
+// Each command is a type that implements command: info says its name,
+// usage line (with the positional arguments), description, examples and
+// exit codes; define adds its flags to a flagSet; run does the work with
+// the flags parsed and the positional arguments checked. A command with
+// subcommands (dlq, drift, relay) is a parent: it lists them in
+// commandInfo.Subcommands and may name a Default one. The commands are
+// listed by commands(), built anew for each Main call: nothing is global,
+// and there is no registration by init().
+//
+// Main parses flags wherever they stand among the positional arguments
+// (flag.FlagSet stops at the first one), reads every flag the command line
+// left unset from TXINBOX_<NAME> (--foo-bar: TXINBOX_FOO_BAR), checks the
+// required flags and the number of arguments, and answers -h and --help
+// for every command on stdout with exit 0.
+//
+// # Flag groups
+//
+// Help shows a command's flags by topic. In define, wrap the definitions
+// of one topic in fs.group:
+//
+//	fs.group("Database", func() { c.db.register(fs.FlagSet, env) })
+//	fs.group("Kafka source", func() { intFlag(fs.FlagSet, &c.batch, "kafka-batch", 100, 1, "...") })
+//
+// or, for code that defines its flags on a plain *flag.FlagSet, sort them
+// afterwards by name with fs.groupPrefix("Kafka source", "kafka-"). Flags
+// in no group are shown first, under "Flags". serve's flags are sorted
+// that way (serveCommand.define), without touching the code that defines
+// them.
+package clikit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit statuses shared by all commands.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // the command ran and found a failure (e.g. a double effect)
+	ExitUsage   = 2 // bad flags, bad input, or nothing usable in the input
+)
+
+// Env is what a command may touch of the outside world.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Stdin  io.Reader
+	Getenv func(string) string
+	// IsTerminal reports whether Stderr is a terminal (progress lines are
+	// printed only then).
+	IsTerminal bool
+}
+
+// StdEnv returns the process's own environment.
+func StdEnv() *Env {
+	fi, err := os.Stderr.Stat()
+	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, Getenv: os.Getenv, IsTerminal: tty}
+}
+
+// Command is one txinbox command or subcommand.
+type Command interface {
+	// Info describes the command for help, completion and dispatch.
+	Info() CommandInfo
+	// Define adds the command's flags, bound to its own fields.
+	Define(fs *FlagSet, env *Env)
+	// Run does the work, once the flags are parsed and the number of
+	// positional arguments (in.args) matches the usage line.
+	Run(ctx context.Context, in *Invocation) int
+}
+
+// CommandInfo describes a command.
+type CommandInfo struct {
+	Name string
+	// Args are the positional arguments of the usage line: NAME is one,
+	// [NAME] an optional one, NAME... one or more. Main checks their count.
+	Args string
+	// Summary is one line for the list of commands.
+	Summary string
+	// Description is the help's text: paragraphs separated by blank lines.
+	Description string
+	Examples    []Example
+	// ExitCodes say what each exit status means for this command.
+	ExitCodes []ExitCode
+	// Hidden commands are internal (the demo's child processes): not
+	// listed, not completed.
+	Hidden bool
+	// Subcommands make this a parent command; Default, if set, is the
+	// subcommand run when the first argument is a flag or there is none.
+	Subcommands []Command
+	Default     string
+}
+
+type Example struct{ Command, What string }
+
+type ExitCode struct {
+	Code int
+	What string
+}
+
+// Invocation is one parsed command line of a leaf command.
+type Invocation struct {
+	Env   *Env
+	Path  string // "txinbox dlq show", for messages
+	Args  []string
+	Flags *FlagSet
+}
+
+// Fail prints "path: message" to stderr and returns code.
+func (in *Invocation) Fail(code int, format string, a ...any) int {
+	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, fmt.Sprintf(format, a...))
+	return code
+}
+
+// Find is the command named name among cs, or nil.
+func Find(cs []Command, name string) Command {
+	for _, c := range cs {
+		if c.Info().Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Execute runs c, a command or a parent of subcommands, with its arguments.
+func Execute(ctx context.Context, env *Env, path string, c Command, args []string) int {
+	info := c.Info()
+	if len(info.Subcommands) > 0 {
+		return executeParent(ctx, env, path, info, args)
+	}
+	if r, ok := c.(RawCommand); ok {
+		return r.runRaw(ctx, env, args)
+	}
+	fs := NewFlagSet(path)
+	c.Define(fs, env)
+	pos, err := fs.ParseAll(args, env.Getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		PrintHelp(env.Stdout, path, c, env)
+		return ExitOK
+	case err != nil:
+		return UsageError(env, path, FlagError(err))
+	}
+	if msg := cmp.Or(CheckArgs(info.Args, pos), fs.Missing()); msg != "" {
+		return UsageError(env, path, msg)
+	}
+	return c.Run(ctx, &Invocation{Env: env, Path: path, Args: pos, Flags: fs})
+}
+
+// executeParent runs the subcommand that args name, or the default one.
+func executeParent(ctx context.Context, env *Env, path string, info CommandInfo, args []string) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		PrintParentHelp(env.Stdout, path, info)
+		return ExitOK
+	}
+	if len(args) > 0 {
+		if sub := Find(info.Subcommands, args[0]); sub != nil {
+			return Execute(ctx, env, path+" "+args[0], sub, args[1:])
+		}
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return UsageError(env, path, fmt.Sprintf("unknown subcommand %q: use %s", args[0], subNames(info)))
+	}
+	if info.Default == "" {
+		return UsageError(env, path, "give a subcommand: "+subNames(info))
+	}
+	for _, a := range args {
+		if Find(info.Subcommands, a) != nil && a != info.Default {
+			return UsageError(env, path, fmt.Sprintf("put the subcommand first: %s %s ...", path, a))
+		}
+	}
+	return Execute(ctx, env, path+" "+info.Default, Find(info.Subcommands, info.Default), args)
+}
+
+func subNames(info CommandInfo) string {
+	var names []string
+	for _, s := range info.Subcommands {
+		names = append(names, s.Info().Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// UsageError prints one line and where to find help, and returns ExitUsage.
+func UsageError(env *Env, path, msg string) int {
+	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, msg, path)
+	return ExitUsage
+}
+
+// CheckArgs checks the number of positional arguments against the usage
+// line's (see commandInfo.Args); "" when it fits.
+func CheckArgs(spec string, args []string) string {
+	lo, hi := 0, 0
+	for _, w := range strings.Fields(spec) {
+		if strings.HasSuffix(w, "...") || strings.HasSuffix(w, "...]") {
+			hi = -1
+		} else if hi >= 0 {
+			hi++
+		}
+		if !strings.HasPrefix(w, "[") {
+			lo++
+		}
+	}
+	switch {
+	case len(args) < lo:
+		return "no " + strings.Trim(strings.Fields(spec)[len(args)], "[].") + " given"
+	case hi >= 0 && len(args) > hi && hi == 0:
+		return fmt.Sprintf("unexpected argument %q (this command takes flags only)", args[0])
+	case hi >= 0 && len(args) > hi:
+		return fmt.Sprintf("unexpected argument %q (usage: %s)", args[hi], spec)
+	}
+	return ""
+}
+
+// ParentCommand is a command made of subcommands (commandInfo.Subcommands).
+type ParentCommand struct{ CommandInfo }
+
+func (p *ParentCommand) Info() CommandInfo                    { return p.CommandInfo }
+func (p *ParentCommand) Define(*FlagSet, *Env)                {}
+func (p *ParentCommand) Run(context.Context, *Invocation) int { return ExitUsage } // Main runs a subcommand
+
+// RawCommand is an internal command that parses its own arguments: the
+// demo's child processes, which the demo starts with exact flags.
+type RawCommand struct {
+	Name string
+	Func func(ctx context.Context, env *Env, args []string) int
+}
+
+func (r RawCommand) Info() CommandInfo {
+	return CommandInfo{Name: r.Name, Hidden: true, Summary: "internal: a child process of txinbox demo"}
+}
+
+func (RawCommand) Define(*FlagSet, *Env) {}
+
+func (r RawCommand) Run(ctx context.Context, in *Invocation) int { return r.Func(ctx, in.Env, in.Args) }
+
+func (r RawCommand) runRaw(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintf(env.Stdout, "Usage: txinbox %s [flags]\n\nAn internal command: a child process that txinbox demo starts.\n", r.Name)
+		return ExitOK
+	}
+	return r.Func(ctx, env, args)
+}

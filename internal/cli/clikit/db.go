@@ -1,0 +1,247 @@
+package clikit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgstore"
+	"github.com/txinbox/txinbox/store/sqlitestore"
+)
+
+// DBFlags are the database flags shared by the commands.
+type DBFlags struct {
+	URL    string
+	Schema string
+	Prefix string
+}
+
+// Register defines --db, --schema and --table-prefix. (The environment's
+// TXINBOX_DB and the others are read by Main, as for every flag; env is
+// unused.)
+func (f *DBFlags) Register(fs *flag.FlagSet, _ *Env) {
+	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL or a SQLite file path")
+	fs.StringVar(&f.Schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
+	fs.StringVar(&f.Prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
+}
+
+// Define defines the database flags in the group "Database", --db
+// required.
+func (f *DBFlags) Define(fs *FlagSet) {
+	fs.Group("Database", func() { f.Register(fs.FlagSet, nil) })
+	fs.Require("db")
+}
+
+// OpenMigrated opens the inbox that the flags name for a command that reads
+// or maintains it (openMigrated); on an error it prints it and returns
+// nil and the exit status.
+func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, int) {
+	db, err := OpenMigrated(ctx, *f, 2)
+	if err != nil {
+		return nil, in.Fail(ExitUsage, "%v", err)
+	}
+	return db, ExitOK
+}
+
+// InboxDB is an open inbox database of either kind.
+type InboxDB struct {
+	Kind  string // "postgres" or "sqlite"
+	Where string // the URL without password, or the file path
+	Admin store.Admin
+	PG    *pgstore.Driver
+	Lite  *sqlitestore.Driver
+	Close func()
+}
+
+// IsPostgresURL reports whether u names a PostgreSQL database: a
+// postgres:// URL or a keyword/value DSN ("host=... dbname=...").
+func IsPostgresURL(u string) bool {
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return true
+	}
+	for _, kw := range []string{"host=", "dbname=", "user=", "port="} {
+		if strings.HasPrefix(u, kw) || strings.Contains(u, " "+kw) {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenDB opens the inbox database that f names: a PostgreSQL URL, or else a
+// SQLite file path (a "sqlite://" or "file:" prefix is accepted).
+func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
+	if f.URL == "" {
+		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
+	}
+	if IsPostgresURL(f.URL) {
+		cfg, err := pgxpool.ParseConfig(f.URL)
+		if err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
+		if maxConns > 0 && !strings.Contains(f.URL, "pool_max_conns") {
+			cfg.MaxConns = maxConns
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		pool, err := pgxpool.NewWithConfig(pctx, cfg)
+		if err == nil {
+			err = pool.Ping(pctx)
+		}
+		where := Redact(cfg)
+		if err != nil {
+			if pool != nil {
+				pool.Close()
+			}
+			return nil, ConnectError{fmt.Errorf("connecting to %s: %w", where, err)}
+		}
+		d, err := pgstore.New(pool, pgstore.Options{Schema: f.Schema, TablePrefix: f.Prefix})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		return &InboxDB{Kind: "postgres", Where: where, Admin: d, PG: d, Close: pool.Close}, nil
+	}
+	if f.Schema != "" {
+		return nil, errors.New("--schema applies to PostgreSQL only; SQLite has no schemas (use --table-prefix)")
+	}
+	path := sqlitePath(f.URL)
+	d, err := sqlitestore.Open(path, sqlitestore.Options{TablePrefix: f.Prefix})
+	if err != nil {
+		return nil, err
+	}
+	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, Close: func() { d.Close() }}, nil
+}
+
+// ConnectError is openDB's error when the database does not answer: a
+// failure of the run (exit 1), not bad input.
+type ConnectError struct{ error }
+
+func (e ConnectError) Unwrap() error { return e.error }
+
+// sqlitePath is the file path of a SQLite --db ("sqlite://" and "file:"
+// prefixes removed).
+func sqlitePath(url string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
+}
+
+func Redact(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// Exec runs one statement outside any inbox transaction. Statements use
+// $1, $2, ... placeholders, which both databases accept.
+func (db *InboxDB) Exec(ctx context.Context, sqlText string, args ...any) error {
+	if db.PG != nil {
+		_, err := db.PG.Pool().Exec(ctx, sqlText, args...)
+		return err
+	}
+	_, err := db.Lite.DB().ExecContext(ctx, sqlText, args...)
+	return err
+}
+
+// Query runs a query and calls fn for each row with the scan targets.
+func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest []any, fn func() error) error {
+	if db.PG != nil {
+		rows, _ := db.PG.Pool().Query(ctx, sqlText, args...)
+		_, err := pgx.ForEachRow(rows, dest, fn)
+		return err
+	}
+	rows, err := db.Lite.DB().QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// txExec adapts each store's transaction to one "execute a statement"
+// function, for handlers written once for both databases.
+func PGTxExec(ctx context.Context, tx pgx.Tx, sqlText string, args ...any) error {
+	_, err := tx.Exec(ctx, sqlText, args...)
+	return err
+}
+
+func SQLTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) error {
+	_, err := tx.ExecContext(ctx, sqlText, args...)
+	return err
+}
+
+// Ping checks that the database answers.
+func (db *InboxDB) Ping(ctx context.Context) error {
+	if db.PG != nil {
+		return db.PG.Pool().Ping(ctx)
+	}
+	return db.Lite.DB().PingContext(ctx)
+}
+
+// OpenMigrated opens the database like openDB for a command that only reads
+// or maintains an existing inbox (status, inspect, dlq, purge, ...): a SQLite
+// file that does not exist is an error rather than a new empty database, and
+// tables that were never migrated are named as such.
+func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
+	if f.URL != "" && !IsPostgresURL(f.URL) {
+		path := sqlitePath(f.URL)
+		if st, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--db: %w (create the inbox with txinbox migrate --db %s)", err, path)
+		} else if st.IsDir() {
+			return nil, fmt.Errorf("--db: %s is a directory, not a SQLite file", path)
+		}
+	}
+	db, err := OpenDB(ctx, f, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	migrations := db.Tables().Migrations
+	var n int64
+	if err := db.Query(ctx, "SELECT count(*) FROM "+migrations, nil, []any{&n}, func() error { return nil }); err != nil || n == 0 {
+		db.Close()
+		if err == nil {
+			err = errors.New("no migration applied")
+		}
+		return nil, fmt.Errorf("%s has no txinbox tables (%s: %v): run txinbox migrate first, or give the --schema and --table-prefix they were migrated with", db.Where, migrations, err)
+	}
+	return db, nil
+}
+
+// Tables are the quoted names of the inbox tables.
+func (db *InboxDB) Tables() schema.Tables {
+	if db.PG != nil {
+		return db.PG.Tables()
+	}
+	return db.Lite.Tables()
+}
+
+// OutboxTable is the quoted name of the outbox table.
+func (db *InboxDB) OutboxTable() string { return db.Tables().Outbox }
+
+// OutboxStore is the outbox table of db.
+func (db *InboxDB) OutboxStore() outbox.Store {
+	if db.PG != nil {
+		return outbox.PostgreSQL(db.PG)
+	}
+	return outbox.SQLite(db.Lite)
+}
+
+// TxExecFunc executes one statement in a store's transaction (pgTxExec,
+// sqlTxExec).
+type TxExecFunc[TTx any] func(ctx context.Context, tx TTx, sql string, args ...any) error

@@ -1,0 +1,192 @@
+package clikit
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The numeric flags of every command are defined through these, so that a
+// value out of range is refused when it is parsed (from the command line,
+// a --config file or a TXINBOX_* variable, which all go through Set),
+// with the flag's name and exit 2, rather than spinning (a batch of 0) or
+// failing later inside a library.
+
+// wholeValue is an int or int64 flag of at least min.
+type wholeValue[T int | int64] struct {
+	p    *T
+	min  T
+	name string
+}
+
+func (v wholeValue[T]) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*v.p), 10)
+}
+
+func (v wholeValue[T]) Set(s string) error {
+	n64, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || int64(T(n64)) != n64 { // the second: out of an int's range
+		return fmt.Errorf("--%s must be a whole number, not %q", v.name, s)
+	}
+	if n := T(n64); n < v.min {
+		return fmt.Errorf("--%s must be at least %d, not %d", v.name, v.min, n)
+	}
+	*v.p = T(n64)
+	return nil
+}
+
+// typeName is the value's name in help.
+func (wholeValue[T]) typeName() string { return "int" }
+
+// IntFlag defines an int flag that refuses values below min.
+func IntFlag(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
+	*p = def
+	fs.Var(wholeValue[int]{p, min, name}, name, usage)
+}
+
+// Int64Flag defines an int64 flag that refuses values below min.
+func Int64Flag(fs *flag.FlagSet, p *int64, name string, def, min int64, usage string) {
+	*p = def
+	fs.Var(wholeValue[int64]{p, min, name}, name, usage)
+}
+
+// durationValue is a duration flag that must be positive, or, with
+// zeroOK, not negative. It reads the one duration syntax of every
+// command (parseDuration: 30d, 1d12h, 90s, 250ms).
+type durationValue struct {
+	p      *time.Duration
+	zeroOK bool
+	name   string
+}
+
+func (v durationValue) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return FormatDuration(*v.p)
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("--%s must be a duration (e.g. 30d, 1d12h, 5m, 30s), not %q", v.name, s)
+	}
+	switch {
+	case d < 0:
+		return fmt.Errorf("--%s must not be negative, not %s", v.name, FormatDuration(d))
+	case d == 0 && !v.zeroOK:
+		return fmt.Errorf("--%s must be positive, not %s", v.name, FormatDuration(d))
+	}
+	*v.p = d
+	return nil
+}
+
+// typeName is the value's name in help.
+func (durationValue) typeName() string { return "duration" }
+
+// DurationFlag defines a duration flag that must be positive (zeroOK: or
+// zero, which then means what usage says).
+func DurationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, zeroOK bool, usage string) {
+	*p = def
+	fs.Var(durationValue{p, zeroOK, name}, name, usage)
+}
+
+const Day = 24 * time.Hour
+
+// ParseDuration reads a duration the way every txinbox flag does: Go's
+// syntax (300ms, 1.5h, 2h45m) plus days, alone or combined (30d, 1.5d,
+// 1d12h). A sign, if any, comes first and applies to the whole.
+func ParseDuration(s string) (time.Duration, error) {
+	rest, neg := strings.CutPrefix(s, "-")
+	if !neg {
+		rest = strings.TrimPrefix(rest, "+")
+	}
+	var days time.Duration
+	if i := strings.IndexByte(rest, 'd'); i >= 0 {
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || n < 0 || n > 100_000 || strings.ContainsAny(rest[:i], "eEnNiIxX_") {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days, rest = time.Duration(n*float64(Day)), rest[i+1:]
+		if rest == "" {
+			rest = "0s"
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	d += days
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// ParseRetention reads a retention: a positive duration (parseDuration).
+func ParseRetention(s string) (time.Duration, error) {
+	d, err := ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration (e.g. 30d, 720h)", s)
+	}
+	return d, nil
+}
+
+// FormatDuration writes d in parseDuration's syntax, with whole days as
+// days: 30d, 1d12h, 90s (the reverse of parseDuration).
+func FormatDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + FormatDuration(-d)
+	}
+	days, rest := d/Day, d%Day
+	short := rest.String() // 12h0m0s, 30m0s, 1m30s, 250ms
+	if strings.HasSuffix(short, "m0s") {
+		short = strings.TrimSuffix(short, "0s")
+	}
+	if strings.HasSuffix(short, "h0m") {
+		short = strings.TrimSuffix(short, "0m")
+	}
+	switch {
+	case days == 0:
+		return short
+	case rest == 0:
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%s", days, short)
+}
+
+// fractionValue is a float flag between 0 and 1.
+type fractionValue struct {
+	p    *float64
+	name string
+}
+
+func (v fractionValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v fractionValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= 0 && f <= 1) { // NaN too
+		return fmt.Errorf("--%s must be a number from 0 to 1, not %q", v.name, s)
+	}
+	*v.p = f
+	return nil
+}
+
+// typeName is the value's name in help.
+func (fractionValue) typeName() string { return "fraction" }
+
+// FractionFlag defines a float flag between 0 and 1.
+func FractionFlag(fs *flag.FlagSet, p *float64, name string, def float64, usage string) {
+	*p = def
+	fs.Var(fractionValue{p, name}, name, usage)
+}

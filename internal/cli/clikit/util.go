@@ -1,0 +1,36 @@
+package clikit
+
+import (
+	"sync"
+	"time"
+)
+
+// TailBuffer keeps the last 4 KiB written to it (a child's stderr).
+type TailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *TailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// TimeOrNil is t in UTC, or nil (JSON null) for the zero time.
+func TimeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
