@@ -54,7 +54,7 @@ messages failing (retried, not processed yet), the live dead letters and the
 drift records; then the outbox backlog. The totals are the sums of the scope
 rows shown. It scans the tables: run it on a replica for very large inboxes.`,
 		Examples: []clikit.Example{
-			{Command: "txinbox status --db postgres://localhost/billing", What: ""},
+			{Command: "txinbox status --db postgres://localhost/billing"},
 			{Command: "txinbox status --db inbox.db --scope-retention as4=90d --json", What: "AS4 rows kept 90 days, the others --retention; as JSON"},
 		},
 		ExitCodes: adminExitCodes}
@@ -218,7 +218,7 @@ func driftParent() *clikit.ParentCommand {
 other than the one processed: the side effect does not run again, and both
 SHA-256s are kept with the source and the time.`,
 		Subcommands: []clikit.Command{&driftListCommand{}, &driftShowCommand{}}, Default: "list",
-		Examples: []clikit.Example{{Command: "txinbox drift list --db inbox.db --scope as4", What: ""}, {Command: "txinbox drift show 12 --db inbox.db", What: ""}}}}
+		Examples: []clikit.Example{{Command: "txinbox drift list --db inbox.db --scope as4"}, {Command: "txinbox drift show 12 --db inbox.db"}}}}
 }
 
 // driftListCommand is txinbox drift list.
@@ -230,7 +230,7 @@ type driftListCommand struct {
 func (c *driftListCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "list", Summary: "list drift records, newest first",
 		Description: "Lists the drift records, newest first: id, time, scope, message id, source and\nthe first 16 hex digits of the stored and received SHA-256.",
-		Examples:    []clikit.Example{{Command: "txinbox drift list --db inbox.db --limit 20 --json", What: ""}}, ExitCodes: adminExitCodes}
+		Examples:    []clikit.Example{{Command: "txinbox drift list --db inbox.db --limit 20 --json"}}, ExitCodes: adminExitCodes}
 }
 
 func (c *driftListCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
@@ -278,7 +278,7 @@ type driftShowCommand struct{ db clikit.DBFlags }
 func (c *driftShowCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "show", Args: "ID", Summary: "show one drift record and the state of its message",
 		Description: "Prints one drift record (an ID from drift list) as JSON, with the state of its\nmessage id: whether the inbox still holds it, and its stored SHA-256.",
-		Examples:    []clikit.Example{{Command: "txinbox drift show 12 --db inbox.db", What: ""}},
+		Examples:    []clikit.Example{{Command: "txinbox drift show 12 --db inbox.db"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "shown"}, {Code: clikit.ExitFailure, What: "the database failed during the command"},
 			{Code: clikit.ExitUsage, What: "bad flags or arguments, no drift record with this ID, or no inbox at --db"}}}
 }

@@ -1,3 +1,9 @@
+// Package cli is the txinbox command line: cmd/txinbox/main.go only calls
+// Main, so every command can be run and tested in-process. It lists the
+// commands (commands) and holds the admin commands (migrate, status,
+// inspect, forget, dlq, drift, purge, key), version and completion; the
+// framework they share is package clikit, and serve, bench and demo have
+// their own packages.
 package cli
 
 import (

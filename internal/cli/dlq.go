@@ -24,8 +24,8 @@ refused. List them, show one, replay one (re-admit its message id, audited),
 or drop one (mark it handled, audited).`,
 		Subcommands: []clikit.Command{&dlqListCommand{}, &dlqShowCommand{}, &dlqActCommand{name: "replay"}, &dlqActCommand{name: "drop"}},
 		Default:     "list",
-		Examples: []clikit.Example{{Command: "txinbox dlq list --db inbox.db", What: ""}, {Command: "txinbox dlq show 7 --db inbox.db", What: ""},
-			{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'", What: ""}}}}
+		Examples: []clikit.Example{{Command: "txinbox dlq list --db inbox.db"}, {Command: "txinbox dlq show 7 --db inbox.db"},
+			{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'"}}}}
 }
 
 // dlqListCommand is txinbox dlq list.
@@ -38,7 +38,7 @@ type dlqListCommand struct {
 func (c *dlqListCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "list", Summary: "list dead letters, newest first",
 		Description: "Lists the dead letters, newest first: id, time, scope, message id, attempts,\nreason and last error. Dropped ones only with --all.",
-		Examples:    []clikit.Example{{Command: "txinbox dlq list --db inbox.db --scope kafka --json", What: ""}}, ExitCodes: adminExitCodes}
+		Examples:    []clikit.Example{{Command: "txinbox dlq list --db inbox.db --scope kafka --json"}}, ExitCodes: adminExitCodes}
 }
 
 func (c *dlqListCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
@@ -67,7 +67,7 @@ type dlqShowCommand struct{ db clikit.DBFlags }
 func (c *dlqShowCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "show", Args: "ID", Summary: "show one dead letter with its payload, headers and last error",
 		Description: "Prints one dead letter (an ID from dlq list) as JSON, payload included.",
-		Examples:    []clikit.Example{{Command: "txinbox dlq show 7 --db inbox.db", What: ""}}, ExitCodes: dlqExitCodes}
+		Examples:    []clikit.Example{{Command: "txinbox dlq show 7 --db inbox.db"}}, ExitCodes: dlqExitCodes}
 }
 
 func (c *dlqShowCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) { c.db.Define(fs) }
@@ -116,7 +116,7 @@ func (c *dlqActCommand) Info() clikit.CommandInfo {
 	if c.name == "drop" {
 		return clikit.CommandInfo{Name: "drop", Args: "ID", Summary: "mark a dead letter handled (audited); redeliveries stay refused",
 			Description: "Hides a dead letter from dlq list; redeliveries of its message stay refused.\nWho and why are kept in the audit table.",
-			Examples:    []clikit.Example{{Command: "txinbox dlq drop 7 --db inbox.db --reason 'duplicate of INV-12, settled by phone'", What: ""}}, ExitCodes: dlqExitCodes}
+			Examples:    []clikit.Example{{Command: "txinbox dlq drop 7 --db inbox.db --reason 'duplicate of INV-12, settled by phone'"}}, ExitCodes: dlqExitCodes}
 	}
 	return clikit.CommandInfo{Name: "replay", Args: "ID", Summary: "re-admit a dead letter's message id (audited) so its next delivery is processed",
 		Description: `Deletes the dead letter, the attempt count and any inbox row of its message id,
@@ -124,7 +124,7 @@ so that its next delivery runs the side effect; who and why are kept in the
 audit table. Re-publish the payload (dlq show) if the broker will not deliver
 it again. A stale dead letter (its message was processed after all) is
 refused: replaying it would run the effect twice.`,
-		Examples: []clikit.Example{{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'", What: ""}}, ExitCodes: dlqExitCodes}
+		Examples: []clikit.Example{{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'"}}, ExitCodes: dlqExitCodes}
 }
 
 func (c *dlqActCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
@@ -241,7 +241,7 @@ func (c *inspectCommand) Info() clikit.CommandInfo {
 count and last error, the dead letter and the drift records of one message
 id, and its state: processed, failing, dead-lettered, or unknown (never
 processed, or purged).`,
-		Examples: []clikit.Example{{Command: "txinbox inspect --db inbox.db --scope as4 'uuid-123@partner.example'", What: ""}},
+		Examples: []clikit.Example{{Command: "txinbox inspect --db inbox.db --scope as4 'uuid-123@partner.example'"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "something is stored for the id"}, {Code: clikit.ExitFailure, What: "nothing is stored for the id, or the database failed"},
 			{Code: clikit.ExitUsage, What: "bad flags or arguments, or no inbox at --db"}}}
 }
@@ -320,7 +320,7 @@ func (c *forgetCommand) Info() clikit.CommandInfo {
 		Description: `Deletes the id's inbox row, attempt count and dead letter, so that its next
 delivery runs the side effect again, and writes who did it and why to the
 audit table.`,
-		Examples: []clikit.Example{{Command: "txinbox forget --db inbox.db --scope kafka --reason 'resend INV-1 after the ERP restore' INV-1", What: ""}},
+		Examples: []clikit.Example{{Command: "txinbox forget --db inbox.db --scope kafka --reason 'resend INV-1 after the ERP restore' INV-1"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "forgotten"}, {Code: clikit.ExitFailure, What: "nothing was stored for the id, or the database failed"},
 			{Code: clikit.ExitUsage, What: "bad flags or arguments, or no inbox at --db"}}}
 }

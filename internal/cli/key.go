@@ -20,7 +20,7 @@ func (c *keyCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "key", Args: "FILE...", Summary: "print the inbox key of EDIFACT, X12 and AS4 files",
 		Description: `Prints FILE<TAB>KIND<TAB>KEY for each EDIFACT or X12 interchange and each AS4
 user message; KEY is the inbox message id. FILE - reads stdin.`,
-		Examples: []clikit.Example{{Command: "txinbox key invoice.edi", What: ""}, {Command: "cat as4-message.mime | txinbox key --json -", What: "named fields as JSON"}},
+		Examples: []clikit.Example{{Command: "txinbox key invoice.edi"}, {Command: "cat as4-message.mime | txinbox key --json -", What: "named fields as JSON"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "every file yielded a key"}, {Code: clikit.ExitFailure, What: "the output could not be written, or the command was stopped"},
 			{Code: clikit.ExitUsage, What: "bad flags, no FILE, or a file that yields no key (reported on stderr)"}}}
 }

@@ -23,9 +23,9 @@ PostgreSQL URL, or a SQLite file (created if missing). It is safe to run
 twice and from several processes at once. --partitioned (PostgreSQL, chosen
 at the first migrate) creates an inbox partitioned by period, purged by
 dropping whole partitions (see docs/operations.md).`,
-		Examples: []clikit.Example{{Command: "txinbox migrate --db postgres://localhost/billing", What: ""},
+		Examples: []clikit.Example{{Command: "txinbox migrate --db postgres://localhost/billing"},
 			{Command: "txinbox migrate --db inbox.db", What: "a SQLite file"},
-			{Command: "txinbox migrate --db postgres://localhost/billing --partitioned --partition-period 7d", What: ""}},
+			{Command: "txinbox migrate --db postgres://localhost/billing --partitioned --partition-period 7d"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "migrated"}, {Code: clikit.ExitFailure, What: "a migration failed"},
 			{Code: clikit.ExitUsage, What: "bad flags, or the database cannot be opened or reached"}}}
 }

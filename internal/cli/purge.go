@@ -33,7 +33,7 @@ attempt counts and drift records, in batches of their own short transaction
 deletes the AS4 messages and the sent outbox rows of the same age, and on a
 partitioned inbox drops the partitions whose period ended before the cut-off.
 serve runs the same purge in the background.`,
-		Examples: []clikit.Example{{Command: "txinbox purge --db postgres://localhost/billing --older-than 30d", What: ""},
+		Examples: []clikit.Example{{Command: "txinbox purge --db postgres://localhost/billing --older-than 30d"},
 			{Command: "txinbox purge --db inbox.db --older-than 1d12h --dry-run --json", What: "count what would go"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "purged (or counted, with --dry-run)"}, {Code: clikit.ExitFailure, What: "the database failed during the purge"},
 			{Code: clikit.ExitUsage, What: "bad flags, or no inbox at --db"}}}

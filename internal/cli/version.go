@@ -21,7 +21,7 @@ func (c *versionCommand) Info() clikit.CommandInfo {
 else "(devel)"), the commit the binary was built from, its time and whether
 the tree had changes, and the Go version and platform. txinbox --version
 prints the same.`,
-		Examples:  []clikit.Example{{Command: "txinbox version", What: ""}, {Command: "txinbox version --json", What: ""}},
+		Examples:  []clikit.Example{{Command: "txinbox version"}, {Command: "txinbox version --json"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "printed"}, {Code: clikit.ExitUsage, What: "bad flags"}}}
 }
 

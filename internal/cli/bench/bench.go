@@ -26,17 +26,19 @@ type Command struct {
 	log                             clikit.LogFlags
 }
 
+// Info describes txinbox bench for help and completion.
 func (c *Command) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "bench", Summary: "measure txinbox against PostgreSQL's own insert ceiling and the seed's algorithm",
 		Description: `Measures, on the PostgreSQL database at --db (in a schema of its own, dropped
 after), PostgreSQL's own insert ceiling, the seed's algorithm and txinbox,
 taking turns in --rounds slices so that load changes weigh on all alike, and
 prints a table (or --json). See docs/benchmarks.md.`,
-		Examples: []clikit.Example{{Command: "txinbox bench --db postgres://localhost/bench", What: ""},
-			{Command: "txinbox bench --db postgres://localhost/bench --only txinbox,ceiling --batch-sizes 1,10,100 --chart bench.svg", What: ""}},
+		Examples: []clikit.Example{{Command: "txinbox bench --db postgres://localhost/bench"},
+			{Command: "txinbox bench --db postgres://localhost/bench --only txinbox,ceiling --batch-sizes 1,10,100 --chart bench.svg"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "measured"}, {Code: clikit.ExitFailure, What: "a scenario or the database failed"}, {Code: clikit.ExitUsage, What: "bad flags"}}}
 }
 
+// Define defines the flags of txinbox bench.
 func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.defineFlags(fs.FlagSet, env)
 	fs.GroupPrefix("Databases", "db", "sqlite")
@@ -45,6 +47,7 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.log.Define(fs)
 }
 
+// Run runs txinbox bench with the flags parsed.
 func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	logger, err := c.log.NewLogger(in.Env.Stderr)
 	if err != nil {

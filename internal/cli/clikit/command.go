@@ -1,18 +1,22 @@
-// Package cli implements the txinbox command line. cmd/txinbox/main.go only
-// calls Main, so every command can be run and tested in-process.
+// Package clikit is the framework of the txinbox command line: the Command
+// type, its flags (FlagSet, with groups, required flags and TXINBOX_*
+// variables), help, the one duration syntax, the --config file, the log
+// flags and the inbox database opener. Each command package (serve, bench,
+// demo, and the admin commands in package cli) builds on it; package cli
+// lists the commands and runs them. clikit imports no command.
 //
 // # Commands
 //
-// Each command is a type that implements command: info says its name,
+// Each command is a type that implements Command: Info says its name,
 // usage line (with the positional arguments), description, examples and
-// exit codes; define adds its flags to a flagSet; run does the work with
+// exit codes; Define adds its flags to a FlagSet; Run does the work with
 // the flags parsed and the positional arguments checked. A command with
 // subcommands (dlq, drift, relay) is a parent: it lists them in
-// commandInfo.Subcommands and may name a Default one. The commands are
-// listed by commands(), built anew for each Main call: nothing is global,
-// and there is no registration by init().
+// CommandInfo.Subcommands and may name a Default one. Package cli lists
+// the commands, built anew for each Main call: nothing is global, and
+// there is no registration by init().
 //
-// Main parses flags wherever they stand among the positional arguments
+// Execute parses flags wherever they stand among the positional arguments
 // (flag.FlagSet stops at the first one), reads every flag the command line
 // left unset from TXINBOX_<NAME> (--foo-bar: TXINBOX_FOO_BAR), checks the
 // required flags and the number of arguments, and answers -h and --help
@@ -20,16 +24,16 @@
 //
 // # Flag groups
 //
-// Help shows a command's flags by topic. In define, wrap the definitions
-// of one topic in fs.group:
+// Help shows a command's flags by topic. In Define, wrap the definitions
+// of one topic in fs.Group:
 //
-//	fs.group("Database", func() { c.db.register(fs.FlagSet, env) })
-//	fs.group("Kafka source", func() { intFlag(fs.FlagSet, &c.batch, "kafka-batch", 100, 1, "...") })
+//	fs.Group("Database", func() { c.db.Register(fs.FlagSet, env) })
+//	fs.Group("Kafka source", func() { IntFlag(fs.FlagSet, &c.batch, "kafka-batch", 100, 1, "...") })
 //
 // or, for code that defines its flags on a plain *flag.FlagSet, sort them
-// afterwards by name with fs.groupPrefix("Kafka source", "kafka-"). Flags
+// afterwards by name with fs.GroupPrefix("Kafka source", "kafka-"). Flags
 // in no group are shown first, under "Flags". serve's flags are sorted
-// that way (serveCommand.define), without touching the code that defines
+// that way (serve.Command.Define), without touching the code that defines
 // them.
 package clikit
 
@@ -102,8 +106,11 @@ type CommandInfo struct {
 	Default     string
 }
 
+// Example is one example of a command's help: the command line and, if
+// not empty, what it does.
 type Example struct{ Command, What string }
 
+// ExitCode says what an exit status means for a command.
 type ExitCode struct {
 	Code int
 	What string
@@ -198,7 +205,7 @@ func UsageError(env *Env, path, msg string) int {
 }
 
 // CheckArgs checks the number of positional arguments against the usage
-// line's (see commandInfo.Args); "" when it fits.
+// line's (see CommandInfo.Args); "" when it fits.
 func CheckArgs(spec string, args []string) string {
 	lo, hi := 0, 0
 	for _, w := range strings.Fields(spec) {
@@ -222,12 +229,17 @@ func CheckArgs(spec string, args []string) string {
 	return ""
 }
 
-// ParentCommand is a command made of subcommands (commandInfo.Subcommands).
+// ParentCommand is a command made of subcommands (CommandInfo.Subcommands).
 type ParentCommand struct{ CommandInfo }
 
-func (p *ParentCommand) Info() CommandInfo                    { return p.CommandInfo }
-func (p *ParentCommand) Define(*FlagSet, *Env)                {}
-func (p *ParentCommand) Run(context.Context, *Invocation) int { return ExitUsage } // Main runs a subcommand
+// Info describes the parent and its subcommands.
+func (p *ParentCommand) Info() CommandInfo { return p.CommandInfo }
+
+// Define defines no flags: the subcommands have them.
+func (p *ParentCommand) Define(*FlagSet, *Env) {}
+
+// Run is never called: Execute runs a subcommand.
+func (p *ParentCommand) Run(context.Context, *Invocation) int { return ExitUsage }
 
 // RawCommand is an internal command that parses its own arguments: the
 // demo's child processes, which the demo starts with exact flags.
@@ -236,12 +248,15 @@ type RawCommand struct {
 	Func func(ctx context.Context, env *Env, args []string) int
 }
 
+// Info describes the command as hidden.
 func (r RawCommand) Info() CommandInfo {
 	return CommandInfo{Name: r.Name, Hidden: true, Summary: "internal: a child process of txinbox demo"}
 }
 
+// Define defines no flags: Func parses its own.
 func (RawCommand) Define(*FlagSet, *Env) {}
 
+// Run calls Func with the arguments.
 func (r RawCommand) Run(ctx context.Context, in *Invocation) int { return r.Func(ctx, in.Env, in.Args) }
 
 func (r RawCommand) runRaw(ctx context.Context, env *Env, args []string) int {

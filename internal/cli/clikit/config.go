@@ -46,7 +46,7 @@ func (o ConfigOrigins) Locate(err error) error {
 
 var flagNameRE = regexp.MustCompile(`^--([a-z0-9-]+)`)
 
-// LoadConfig is applyConfig with list sections (keys that are no flag,
+// LoadConfig is ApplyConfig with list sections (keys that are no flag,
 // read by their section func) and the origins of what it set.
 func LoadConfig(fs *flag.FlagSet, env *Env, path string, sections map[string]Section) (ConfigOrigins, error) {
 	explicit := map[string]bool{"config": true}

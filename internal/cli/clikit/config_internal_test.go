@@ -75,7 +75,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// FuzzConfigFile: no configuration text makes applyConfig panic.
+// FuzzConfigFile: no configuration text makes ApplyConfig panic.
 func FuzzConfigFile(f *testing.F) {
 	f.Add("db: x\nas4-listen: ':8080'\n")
 	f.Add("shutdown-timeout: 1s\nno-purge: yes\n")

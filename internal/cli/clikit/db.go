@@ -123,10 +123,11 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, Close: func() { d.Close() }}, nil
 }
 
-// ConnectError is openDB's error when the database does not answer: a
+// ConnectError is OpenDB's error when the database does not answer: a
 // failure of the run (exit 1), not bad input.
 type ConnectError struct{ error }
 
+// Unwrap returns the connection error.
 func (e ConnectError) Unwrap() error { return e.error }
 
 // sqlitePath is the file path of a SQLite --db ("sqlite://" and "file:"
@@ -135,6 +136,7 @@ func sqlitePath(url string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
 }
 
+// Redact is the URL of cfg without its password.
 func Redact(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
@@ -174,13 +176,14 @@ func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest [
 	return rows.Err()
 }
 
-// txExec adapts each store's transaction to one "execute a statement"
+// PGTxExec and SQLTxExec adapt each store's transaction to one "execute a statement"
 // function, for handlers written once for both databases.
 func PGTxExec(ctx context.Context, tx pgx.Tx, sqlText string, args ...any) error {
 	_, err := tx.Exec(ctx, sqlText, args...)
 	return err
 }
 
+// SQLTxExec is PGTxExec for SQLite's *sql.Tx.
 func SQLTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) error {
 	_, err := tx.ExecContext(ctx, sqlText, args...)
 	return err
@@ -194,7 +197,7 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 	return db.Lite.DB().PingContext(ctx)
 }
 
-// OpenMigrated opens the database like openDB for a command that only reads
+// OpenMigrated opens the database like OpenDB for a command that only reads
 // or maintains an existing inbox (status, inspect, dlq, purge, ...): a SQLite
 // file that does not exist is an error rather than a new empty database, and
 // tables that were never migrated are named as such.
@@ -242,6 +245,6 @@ func (db *InboxDB) OutboxStore() outbox.Store {
 	return outbox.SQLite(db.Lite)
 }
 
-// TxExecFunc executes one statement in a store's transaction (pgTxExec,
-// sqlTxExec).
+// TxExecFunc executes one statement in a store's transaction (PGTxExec,
+// SQLTxExec).
 type TxExecFunc[TTx any] func(ctx context.Context, tx TTx, sql string, args ...any) error

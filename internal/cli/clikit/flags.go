@@ -57,7 +57,7 @@ func Int64Flag(fs *flag.FlagSet, p *int64, name string, def, min int64, usage st
 
 // durationValue is a duration flag that must be positive, or, with
 // zeroOK, not negative. It reads the one duration syntax of every
-// command (parseDuration: 30d, 1d12h, 90s, 250ms).
+// command (ParseDuration: 30d, 1d12h, 90s, 250ms).
 type durationValue struct {
 	p      *time.Duration
 	zeroOK bool
@@ -96,6 +96,7 @@ func DurationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Dura
 	fs.Var(durationValue{p, zeroOK, name}, name, usage)
 }
 
+// Day is 24 hours: the d of a duration (ParseDuration).
 const Day = 24 * time.Hour
 
 // ParseDuration reads a duration the way every txinbox flag does: Go's
@@ -128,7 +129,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// ParseRetention reads a retention: a positive duration (parseDuration).
+// ParseRetention reads a retention: a positive duration (ParseDuration).
 func ParseRetention(s string) (time.Duration, error) {
 	d, err := ParseDuration(s)
 	if err != nil || d <= 0 {
@@ -137,8 +138,8 @@ func ParseRetention(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// FormatDuration writes d in parseDuration's syntax, with whole days as
-// days: 30d, 1d12h, 90s (the reverse of parseDuration).
+// FormatDuration writes d in ParseDuration's syntax, with whole days as
+// days: 30d, 1d12h, 90s (the reverse of ParseDuration).
 func FormatDuration(d time.Duration) string {
 	if d < 0 {
 		return "-" + FormatDuration(-d)

@@ -11,8 +11,8 @@ import (
 
 // FlagSet is the flags of one command: a flag.FlagSet whose flags help
 // shows in groups by topic, some marked required, each one also read from
-// the environment (envName). Commands define their flags on it with the
-// flag package's functions or this package's (intFlag, durationFlag, ...).
+// the environment (EnvName). Commands define their flags on it with the
+// flag package's functions or this package's (IntFlag, DurationFlag, ...).
 type FlagSet struct {
 	*flag.FlagSet
 	Groups   []*FlagGroup
@@ -27,6 +27,7 @@ type FlagGroup struct {
 	Names []string
 }
 
+// NewFlagSet is an empty FlagSet for the command path name.
 func NewFlagSet(name string) *FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors and help are printed by run and help
@@ -88,6 +89,8 @@ func (fs *FlagSet) grouped() map[string]bool {
 	return in
 }
 
+// Names are the names of the flags, in the order flag.FlagSet.VisitAll
+// visits them (sorted).
 func (fs *FlagSet) Names() []string {
 	var out []string
 	fs.VisitAll(func(f *flag.Flag) { out = append(out, f.Name) })

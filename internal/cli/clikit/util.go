@@ -11,6 +11,7 @@ type TailBuffer struct {
 	buf []byte
 }
 
+// Write keeps p, or its last 4 KiB.
 func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -21,6 +22,7 @@ func (t *TailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is what the buffer holds.
 func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -19,11 +19,12 @@ import (
 type Command struct {
 	o   Options
 	log clikit.LogFlags
-	// Invoicer runs --scenario invoicer (runInvoicerDemo): set by the
+	// Invoicer runs --scenario invoicer (invoicerdemo.Run): set by the
 	// command list, as the invoicer scenario builds on this package.
 	Invoicer func(ctx context.Context, env *clikit.Env, fs *flag.FlagSet, o Options) int
 }
 
+// Info describes txinbox demo for help and completion.
 func (c *Command) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "demo", Summary: "run the seed's invoicing scenario with SIGKILLed consumers and count the effects",
 		Description: `Runs the seed's scenario: a broker publishes InvoiceIssued events (and
@@ -35,12 +36,13 @@ applied twice or never fails the run. Without --db it runs on a temporary
 SQLite file. --scenario invoicer runs the seed end to end (Kafka, the outbox,
 AS4 to a partner with its own inbox).`,
 		Examples: []clikit.Example{{Command: "txinbox demo", What: "embedded SQLite, 1,000 invoices, 6 SIGKILLs"},
-			{Command: "txinbox demo --source kafka --messages 600 --duplicates 0.3 --crashes 9 --json", What: ""},
+			{Command: "txinbox demo --source kafka --messages 600 --duplicates 0.3 --crashes 9 --json"},
 			{Command: "txinbox demo --sabotage ack-first", What: "break the consumer on purpose: the count fails"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "every invoice applied exactly once"},
 			{Code: clikit.ExitFailure, What: "an invoice applied twice or never, or the run failed"}, {Code: clikit.ExitUsage, What: "bad flags"}}}
 }
 
+// Define defines the flags of txinbox demo.
 func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.o.define(fs.FlagSet, env)
 	fs.GroupPrefix("Database (default: a temporary SQLite file)", "db", "schema", "table-prefix", "keep")
@@ -50,6 +52,7 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.log.Define(fs)
 }
 
+// Run runs txinbox demo with the flags parsed.
 func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	logger, err := c.log.NewLogger(in.Env.Stderr)
 	if err != nil {
@@ -60,6 +63,8 @@ func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	return runDemo(ctx, in.Env, in.Flags.FlagSet, c.o, c.Invoicer)
 }
 
+// Options are the flags of txinbox demo; the invoicer scenario
+// (package invoicerdemo) reads them too.
 type Options struct {
 	DB         clikit.DBFlags
 	Source     string
@@ -72,7 +77,7 @@ type Options struct {
 	Sabotage   string
 	amqpURL    string
 	External   demoExternal    // brokers given by flags instead of txinbox-brokers
-	Invoicer   InvoicerOptions // --scenario invoicer (demo_invoicer.go)
+	Invoicer   InvoicerOptions // --scenario invoicer (package invoicerdemo)
 }
 
 // InvoicerOptions are the flags of the invoicer scenario.
@@ -243,6 +248,8 @@ func demoPlan(o Options, run string, rng *rand.Rand) (ids []string, payloads []s
 	return ids, payloads, stream
 }
 
+// FormatCrashPoints writes the crashes per point, sorted by point:
+// "2 after-commit, 1 before-commit".
 func FormatCrashPoints(points map[string]int) string {
 	names := make([]string, 0, len(points))
 	for n := range points {

@@ -60,6 +60,8 @@ type demoInvoice struct {
 	Run         string `json:"run"`
 }
 
+// RunConsumer is the hidden child command of the in-memory broker: one
+// consumer fed on its stdin, until stdin closes or it is killed.
 func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 	fs := flag.NewFlagSet("demo-consumer", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)

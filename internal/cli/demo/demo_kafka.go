@@ -33,8 +33,10 @@ func init() {
 }
 
 const (
+	// KafkaPartitions is the demo topic's number of partitions.
 	KafkaPartitions = 4
-	KafkaHeader     = "message-id"
+	// KafkaHeader is the record header that carries the message id.
+	KafkaHeader = "message-id"
 	// KafkaSession is the children's session timeout: a SIGKILLed
 	// child leaves the group this long after its death.
 	KafkaSession = 600 * time.Millisecond

@@ -30,8 +30,8 @@ func RelayParent() *clikit.ParentCommand {
 marked sent only after the target confirmed it. A row that keeps failing is
 marked failed: list them, and make one due again once its cause is fixed.`,
 		Subcommands: []clikit.Command{&relayRunCommand{}, &relayListFailedCommand{}, &relayReplayCommand{}}, Default: "run",
-		Examples: []clikit.Example{{Command: "txinbox relay --db postgres://localhost/billing --target kafka --kafka-brokers localhost:9092 --kafka-topic invoices", What: ""},
-			{Command: "txinbox relay list-failed --db postgres://localhost/billing", What: ""}}}}
+		Examples: []clikit.Example{{Command: "txinbox relay --db postgres://localhost/billing --target kafka --kafka-brokers localhost:9092 --kafka-topic invoices"},
+			{Command: "txinbox relay list-failed --db postgres://localhost/billing"}}}}
 }
 
 // relayFlags are the settings of a relay, shared by txinbox relay and
@@ -140,7 +140,7 @@ func (c *relayRunCommand) Info() clikit.CommandInfo {
 		Description: `Sends the outbox rows to --target until SIGINT or SIGTERM (or, with --once,
 what is due now), each marked sent only after the target confirmed it. The
 outbox tables are migrated first.`,
-		Examples: []clikit.Example{{Command: "txinbox relay --db inbox.db --target http --http-url https://erp.example/invoices", What: ""},
+		Examples: []clikit.Example{{Command: "txinbox relay --db inbox.db --target http --http-url https://erp.example/invoices"},
 			{Command: "txinbox relay --db inbox.db --target http --http-url https://erp.example/invoices --once", What: "send what is due, then exit"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "stopped by a signal, or (--once) sent what was due"},
 			{Code: clikit.ExitFailure, What: "the database failed"}, {Code: clikit.ExitUsage, What: "bad flags, or the database cannot be opened"}}}
@@ -212,7 +212,7 @@ type relayListFailedCommand struct {
 func (c *relayListFailedCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "list-failed", Summary: "list the outbox rows that failed for good, newest first",
 		Description: "Lists the outbox rows that failed for good, newest first: id, time, stable id\n(scope/message id/part), topic, key, attempts and last error.",
-		Examples:    []clikit.Example{{Command: "txinbox relay list-failed --db inbox.db --json", What: ""}},
+		Examples:    []clikit.Example{{Command: "txinbox relay list-failed --db inbox.db --json"}},
 		ExitCodes:   []clikit.ExitCode{{Code: clikit.ExitOK, What: "listed"}, {Code: clikit.ExitFailure, What: "the database failed"}, {Code: clikit.ExitUsage, What: "bad flags, or the database cannot be opened"}}}
 }
 
@@ -258,7 +258,7 @@ type relayReplayCommand struct{ db clikit.DBFlags }
 func (c *relayReplayCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "replay", Args: "ID", Summary: "make a failed outbox row due again",
 		Description: "Makes a failed outbox row (an ID from relay list-failed) due again: a running\nrelay sends it.",
-		Examples:    []clikit.Example{{Command: "txinbox relay replay 42 --db inbox.db", What: ""}},
+		Examples:    []clikit.Example{{Command: "txinbox relay replay 42 --db inbox.db"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "the row is due again"}, {Code: clikit.ExitFailure, What: "the database failed"},
 			{Code: clikit.ExitUsage, What: "bad flags or arguments, no failed outbox row with this ID, or the database cannot be opened"}}}
 }

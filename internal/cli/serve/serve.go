@@ -30,6 +30,7 @@ type Command struct {
 	config *string
 }
 
+// Info describes txinbox serve for help and completion.
 func (c *Command) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "serve", Summary: "run the sources (AS4, Kafka, RabbitMQ, SQS, NATS JetStream) until SIGTERM",
 		Description: `Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4
@@ -41,14 +42,15 @@ retention is checked against what each source can deliver again. Settings
 come from the flags, then the environment, then --config FILE, then the
 defaults. A first signal drains (batches in flight commit); a second one
 ends the process at once.`,
-		Examples: []clikit.Example{{Command: "txinbox serve --db postgres://localhost/billing --as4-listen :8080 --http-listen :9090", What: ""},
+		Examples: []clikit.Example{{Command: "txinbox serve --db postgres://localhost/billing --as4-listen :8080 --http-listen :9090"},
 			{Command: "txinbox serve --config txinbox.yaml", What: "settings from a YAML file (keys are the flag names)"},
-			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox", What: ""}},
+			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "stopped by a signal after a clean drain"},
 			{Code: clikit.ExitFailure, What: "a source or the database failed, or the drain was cut by --shutdown-timeout"},
 			{Code: clikit.ExitUsage, What: "bad flags or configuration, a retention shorter than a source's horizon, or the database cannot be opened"}}}
 }
 
+// Define defines the flags of txinbox serve.
 func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.config = defineServeFlags(fs.FlagSet, env, &c.o)
 	fs.GroupPrefix("Database", "db", "schema", "table-prefix")
@@ -64,6 +66,7 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	fs.GroupPrefix("Operations", "http-listen", "log-", "otel-", "shutdown-timeout", "config")
 }
 
+// Run runs txinbox serve with the flags parsed.
 func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	if err := c.o.finish(in.Flags.FlagSet, in.Env, *c.config); err != nil {
 		return clikit.UsageError(in.Env, in.Path, err.Error())

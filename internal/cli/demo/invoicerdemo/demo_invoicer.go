@@ -83,6 +83,7 @@ type invoicerSummary struct {
 	OK                         bool           `json:"ok"`
 }
 
+// Run runs txinbox demo --scenario invoicer with the demo's flags.
 func Run(ctx context.Context, env *clikit.Env, fs *flag.FlagSet, o demo.Options) int {
 	if err := validateInvoicer(&o, fs); err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)

@@ -103,6 +103,8 @@ func childMain(ctx context.Context, env *clikit.Env, name string, args []string,
 	return clikit.ExitOK
 }
 
+// RunConsumer is the hidden child command demo-invoicer-consumer: Kafka
+// -> inbox -> INVOIC, partner_invoices row and outbox row.
 func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 	var seeds, topic string
 	return childMain(ctx, env, "demo-invoicer-consumer", args, func(fs *flag.FlagSet) {
@@ -147,6 +149,8 @@ func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbo
 	return c.Run(ctx)
 }
 
+// RunRelay is the hidden child command demo-invoicer-relay: the outbox
+// relayed over AS4 to the partner.
 func RunRelay(ctx context.Context, env *clikit.Env, args []string) int {
 	var partnerURL, sabotage, keys string
 	return childMain(ctx, env, "demo-invoicer-relay", args, func(fs *flag.FlagSet) {
@@ -259,6 +263,8 @@ func invoicerTarget(url string, sec as4client.Security) (*as4target.Target, erro
 	return as4target.New(as4target.Config{Partners: partners, MessageIDDomain: invoicerMessageIDDomain, Timeout: 2 * time.Second})
 }
 
+// RunPartner is the hidden child command demo-invoicer-partner: the
+// partner's AS4 endpoint with its own inbox.
 func RunPartner(ctx context.Context, env *clikit.Env, args []string) int {
 	var listen, sabotage, keys string
 	return childMain(ctx, env, "demo-invoicer-partner", args, func(fs *flag.FlagSet) {
