@@ -327,3 +327,39 @@ func TestReplayWithoutMessageIDRefused(t *testing.T) {
 		t.Errorf("after the refused replay, dlq list = %s; want both dead letters", out)
 	}
 }
+
+// TestEnvValueErrorNamesVariable: a bad value from a TXINBOX_* variable
+// is reported with the variable's name, whether the flag refuses it when
+// set (--shutdown-timeout) or the command finds it later (serve's
+// --retention, status's --scope-retention); a YAML value names its line,
+// and the same value on the command line names the flag alone.
+func TestEnvValueErrorNamesVariable(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "i.db")
+	yaml := filepath.Join(t.TempDir(), "txinbox.yaml")
+	if err := os.WriteFile(yaml, []byte("retention: later\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := []string{"serve", "--db", db, "--as4-listen", "127.0.0.1:0"}
+	for _, tc := range []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"TXINBOX_RETENTION": "abc"}, serve,
+			`txinbox serve: environment TXINBOX_RETENTION: --retention: "abc" is not a positive duration`},
+		{map[string]string{"TXINBOX_SHUTDOWN_TIMEOUT": "abc"}, serve,
+			`txinbox serve: environment TXINBOX_SHUTDOWN_TIMEOUT: invalid value "abc": --shutdown-timeout must be a duration`},
+		{map[string]string{"TXINBOX_SCOPE_RETENTION": "as4"}, []string{"status", "--db", db},
+			"txinbox status: environment TXINBOX_SCOPE_RETENTION: --scope-retention: "},
+		{nil, append(serve, "--retention", "abc"), `txinbox serve: --retention: "abc" is not a positive duration`},
+		{map[string]string{"TXINBOX_RETENTION": "30d"}, append(serve, "--retention", "abc"),
+			`txinbox serve: --retention: "abc" is not a positive duration`},
+		{nil, append(serve, "--config", yaml), "txinbox serve: config " + yaml + ` line 1: --retention: "later" is not a positive duration`},
+	} {
+		_, errs, code := runEnv(t, tc.vars, tc.args...)
+		if code != clikit.ExitUsage || !strings.HasPrefix(errs, tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q, want it to start with %q", tc.vars, tc.args, code, errs, tc.want)
+		}
+	}
+}

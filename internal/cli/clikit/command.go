@@ -64,6 +64,22 @@ type Env struct {
 	// IsTerminal reports whether Stderr is a terminal (progress lines are
 	// printed only then).
 	IsTerminal bool
+	// fromEnv maps each flag that a TXINBOX_* variable set to that
+	// variable, so that an error about the flag's value names where the
+	// value came from (UsageError, Invocation.Fail). Execute fills it in
+	// the Env it gives the command.
+	fromEnv map[string]string
+}
+
+// located is msg, an error about a flag's value when it starts with the
+// flag's name ("--retention: ..."), prefixed with the variable the value
+// came from if it came from the environment: the command line's and a
+// --config file's values are named already (the flag, the file's line).
+func (env *Env) located(msg string) string {
+	if m := flagNameRE.FindStringSubmatch(msg); m != nil && env.fromEnv[m[1]] != "" {
+		return "environment " + env.fromEnv[m[1]] + ": " + msg
+	}
+	return msg
 }
 
 // StdEnv returns the process's own environment.
@@ -126,7 +142,7 @@ type Invocation struct {
 
 // Fail prints "path: message" to stderr and returns code.
 func (in *Invocation) Fail(code int, format string, a ...any) int {
-	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, fmt.Sprintf(format, a...))
+	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, in.Env.located(fmt.Sprintf(format, a...)))
 	return code
 }
 
@@ -161,6 +177,11 @@ func Execute(ctx context.Context, env *Env, path string, c Command, args []strin
 	}
 	if msg := cmp.Or(CheckArgs(info.Args, pos), fs.Missing()); msg != "" {
 		return UsageError(env, path, msg)
+	}
+	if len(fs.envSet) > 0 {
+		withOrigins := *env
+		withOrigins.fromEnv = fs.envSet
+		env = &withOrigins
 	}
 	return c.Run(ctx, &Invocation{Env: env, Path: path, Args: pos, Flags: fs})
 }
@@ -200,7 +221,7 @@ func subNames(info CommandInfo) string {
 
 // UsageError prints one line and where to find help, and returns ExitUsage.
 func UsageError(env *Env, path, msg string) int {
-	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, msg, path)
+	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, env.located(msg), path)
 	return ExitUsage
 }
 

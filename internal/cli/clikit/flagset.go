@@ -19,6 +19,8 @@ type FlagSet struct {
 	required []string
 	// local are the flags no TXINBOX_* variable sets (noEnv).
 	local map[string]bool
+	// envSet are the flags that fromEnv set, each with its variable.
+	envSet map[string]string
 }
 
 // FlagGroup is one topic of a command's help: its flags, by name.
@@ -193,7 +195,12 @@ func (fs *FlagSet) fromEnv(getenv func(string) string) error {
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
 			err = fmt.Errorf("environment %s: invalid value %q: %v", EnvName(f.Name), v, serr)
+			return
 		}
+		if fs.envSet == nil {
+			fs.envSet = map[string]string{}
+		}
+		fs.envSet[f.Name] = EnvName(f.Name)
 	})
 	return err
 }
