@@ -134,9 +134,13 @@ type ExitCode struct {
 
 // Invocation is one parsed command line of a leaf command.
 type Invocation struct {
-	Env   *Env
-	Path  string // "txinbox dlq show", for messages
-	Args  []string
+	// Env is the outside world the command may touch.
+	Env *Env
+	// Path is the command's name for messages: "txinbox dlq show".
+	Path string
+	// Args are the positional arguments, their number checked.
+	Args []string
+	// Flags are the command's flags, parsed.
 	Flags *FlagSet
 }
 

@@ -22,8 +22,11 @@ import (
 
 // DBFlags are the database flags shared by the commands.
 type DBFlags struct {
-	URL    string
+	// URL is --db: a postgres:// URL or a SQLite file path.
+	URL string
+	// Schema is --schema, the PostgreSQL schema of the inbox tables.
 	Schema string
+	// Prefix is --table-prefix, the prefix of the inbox table names.
 	Prefix string
 }
 
@@ -56,11 +59,17 @@ func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, i
 
 // InboxDB is an open inbox database of either kind.
 type InboxDB struct {
-	Kind  string // "postgres" or "sqlite"
-	Where string // the URL without password, or the file path
+	// Kind is "postgres" or "sqlite".
+	Kind string
+	// Where is the URL without password, or the file path.
+	Where string
+	// Admin is the store's admin interface (status, dead letters, ...).
 	Admin store.Admin
-	PG    *pgstore.Driver
-	Lite  *sqlitestore.Driver
+	// PG is the PostgreSQL driver, nil for SQLite.
+	PG *pgstore.Driver
+	// Lite is the SQLite driver, nil for PostgreSQL.
+	Lite *sqlitestore.Driver
+	// Close closes the pool or the file.
 	Close func()
 }
 

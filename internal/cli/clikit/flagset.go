@@ -15,6 +15,7 @@ import (
 // flag package's functions or this package's (IntFlag, DurationFlag, ...).
 type FlagSet struct {
 	*flag.FlagSet
+	// Groups are the topics of help, in the order made (Group).
 	Groups   []*FlagGroup
 	required []string
 	// local are the flags no TXINBOX_* variable sets (noEnv).
@@ -25,7 +26,9 @@ type FlagSet struct {
 
 // FlagGroup is one topic of a command's help: its flags, by name.
 type FlagGroup struct {
+	// Title heads the group in help.
 	Title string
+	// Names are the group's flags, in the order shown.
 	Names []string
 }
 

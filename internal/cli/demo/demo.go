@@ -63,8 +63,9 @@ func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	return runDemo(ctx, in.Env, in.Flags.FlagSet, c.o, c.Invoicer)
 }
 
-// Options are the flags of txinbox demo; the invoicer scenario
-// (package invoicerdemo) reads them too.
+// Options are the flags of txinbox demo, each field the flag of its name
+// (DB: --db, --schema and --table-prefix); the invoicer scenario (package
+// invoicerdemo) reads them too.
 type Options struct {
 	DB         clikit.DBFlags
 	Source     string
@@ -80,7 +81,8 @@ type Options struct {
 	Invoicer   InvoicerOptions // --scenario invoicer (package invoicerdemo)
 }
 
-// InvoicerOptions are the flags of the invoicer scenario.
+// InvoicerOptions are the flags of the invoicer scenario, each field the
+// flag of its name (--scenario, --invoices, --timeout, --partner-schema).
 type InvoicerOptions struct {
 	Scenario      string
 	Invoices      int
