@@ -181,7 +181,11 @@ func runDemo(ctx context.Context, env *clikit.Env, fs *flag.FlagSet, o Options,
 // plan, runs consumer child processes ("demo-consumer --source NAME"),
 // SIGKILLs them and verifies the effects.
 var demoSources = map[string]func(ctx context.Context, env *clikit.Env, o Options) (*demoSummary, error){
-	"memory": runDemoScenario,
+	"memory":   runDemoScenario,
+	"kafka":    runDemoKafka,
+	"rabbitmq": runDemoRabbitMQ,
+	"nats":     runDemoNATS,
+	"sqs":      runDemoSQS,
 }
 
 func demoSourceNames() string {

@@ -20,10 +20,6 @@ import (
 // event id as message_id (the source's default key), runs the consumer
 // children and deletes the queue at the end.
 
-func init() {
-	demoSources["rabbitmq"] = runDemoRabbitMQ
-}
-
 // defaultAMQPURL is the broker of the RabbitMQ demo when neither
 // --amqp-url nor TXINBOX_AMQP_URL names one.
 const defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/"

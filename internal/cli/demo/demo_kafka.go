@@ -28,10 +28,6 @@ import (
 // committed outcome as a demoReply line and announces a crash point with
 // demoReply.At.
 
-func init() {
-	demoSources["kafka"] = runDemoKafka
-}
-
 const (
 	// KafkaPartitions is the demo topic's number of partitions.
 	KafkaPartitions = 4

@@ -24,10 +24,6 @@ import (
 // JetStream would drop a re-send within its two-minute deduplication
 // window, and the demo shows the inbox catching re-sends at any distance.
 
-func init() {
-	demoSources["nats"] = runDemoNATS
-}
-
 const (
 	demoIDHeader = "message-id"
 	// demoAckWait is the children's AckWait (and SQS visibility

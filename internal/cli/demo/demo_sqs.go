@@ -24,10 +24,6 @@ import (
 // "message-id" (every send gets a new MessageId, so re-sends need a key of
 // the producer's).
 
-func init() {
-	demoSources["sqs"] = runDemoSQS
-}
-
 func runDemoSQS(ctx context.Context, env *clikit.Env, o Options) (*demoSummary, error) {
 	return runQueueDemo(ctx, env, o, func(ctx context.Context, run string) (queueBroker, error) {
 		return startSQSDemo(ctx, env, o.External.sqs, run)
