@@ -76,7 +76,8 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // Ready runs the readiness checks of /readyz: "database" (Config.Ping),
-// "started", and one per source that is a source.Readier and per relay,
+// "started" ("starting: " and the start-up check in progress, such as the
+// retention against a source, while Run checks), and one per source that is a source.Readier and per relay,
 // by name. Each entry is "ok" or what is wrong; ok is whether all are.
 func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) {
 	cfg := s.Config()
@@ -92,6 +93,9 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 	}
 	if !s.ready.Load() {
 		checks["started"], ok = "not started or stopping", false
+		if step := s.starting.Load(); step != nil {
+			checks["started"] = "starting: " + *step
+		}
 	}
 	for _, src := range cfg.Sources {
 		if rd, isReadier := src.Source.(source.Readier); isReadier {
@@ -106,37 +110,19 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 	return checks, ok
 }
 
-// startOps registers the collectors and starts the operations listener
-// and the purger; the returned function stops both.
-func (s *Server) startOps(ctx context.Context) (func(), error) {
+// startOps registers the collectors, builds the console and starts the
+// operations listener; the returned function stops it.
+func (s *Server) startOps() (func(), error) {
 	if err := s.register(); err != nil {
 		return nil, err
 	}
 	if err := s.startConsole(); err != nil {
 		return nil, err
 	}
-	var stops []func()
-	stopAll := func() {
-		for _, stop := range stops {
-			stop()
-		}
+	if s.cfg.HTTPListen == "" {
+		return func() {}, nil
 	}
-	if s.cfg.HTTPListen != "" {
-		stop, err := s.serveOps()
-		if err != nil {
-			return nil, err
-		}
-		stops = append(stops, stop)
-	}
-	if s.cfg.Purge != nil {
-		stop, err := s.startPurger(ctx)
-		if err != nil {
-			stopAll()
-			return nil, err
-		}
-		stops = append(stops, stop)
-	}
-	return stopAll, nil
+	return s.serveOps()
 }
 
 // register adds txinbox_source_lag, the processors' metrics and the inbox
