@@ -125,10 +125,10 @@ func (s *Server) startOps() (func(), error) {
 	return s.serveOps()
 }
 
-// register adds txinbox_source_lag, the processors' metrics and the inbox
-// gauges to the registry.
+// register adds txinbox_source_lag, txinbox_ready, the processors' metrics
+// and the inbox gauges to the registry.
 func (s *Server) register() error {
-	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources)}
+	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources), newReadyCollector(s)}
 	if err := s.cfg.Registry.Register(s.cfg.Metrics); err != nil {
 		if _, already := err.(prometheus.AlreadyRegisteredError); !already {
 			return err

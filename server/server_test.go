@@ -260,9 +260,20 @@ func TestReadinessPerSource(t *testing.T) {
 			t.Errorf("/readyz = %d %s; want 503 and %s", code, body, want)
 		}
 	}
+	_, metrics := get(h, "/metrics")
+	for _, want := range []string{"txinbox_ready 0", `txinbox_ready_check{check="west"} 0`, `txinbox_ready_check{check="east"} 1`,
+		`txinbox_ready_check{check="database"} 1`, `txinbox_ready_check{check="started"} 1`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("west not connected: /metrics has no %s", want)
+		}
+	}
 	down.ready = nil
 	if code, body := get(h, "/readyz"); code != http.StatusOK {
 		t.Errorf("every source connected: /readyz = %d %s, want 200", code, body)
+	}
+	if _, metrics := get(h, "/metrics"); !strings.Contains(metrics, "txinbox_ready 1\n") ||
+		!strings.Contains(metrics, `txinbox_ready_check{check="west"} 1`+"\n") {
+		t.Errorf("every source connected: /metrics has no txinbox_ready 1 and west 1")
 	}
 	if _, body := get(h, "/metrics"); !strings.Contains(body, `txinbox_source_lag{partition="t/0",scope="a",source="east"} 7`) {
 		t.Errorf("/metrics has no lag of east:\n%s", body)
@@ -479,6 +490,10 @@ func TestHealthzAnswersDuringTheRetentionCheck(t *testing.T) {
 		want := `"started":"starting: checking the retention against the invoices source (up to 30s)"`
 		if code, body := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 			t.Errorf("during the check: /readyz = %d %s, want 503 and %s", code, body, want)
+		}
+		if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, "txinbox_ready 0\n") ||
+			!strings.Contains(body, `txinbox_ready_check{check="started"} 0`+"\n") {
+			t.Errorf("during the check: /metrics has no txinbox_ready 0 and started 0")
 		}
 		close(src.gate)
 		if keep < week.Within {
