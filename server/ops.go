@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/source"
@@ -41,7 +40,7 @@ func (s *Server) newHandler() (h http.Handler, err error) {
 		}
 	}
 	if c := s.cfg.Console; c != nil {
-		if _, err := console.New(s.consoleConfig()); err != nil { // checked now, built by Run
+		if err := s.consoleConfig().Validate(); err != nil { // checked now, built by Run
 			return nil, fmt.Errorf("server: Config.Console: %w", err)
 		}
 		if err := mount(mux, cmp.Or(c.Prefix, "/ui/"), &s.console); err != nil {
