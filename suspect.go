@@ -89,7 +89,7 @@ func (p *Processor[TTx]) runSuspects(ctx context.Context, msgs []*Message, resul
 	var ran map[store.Key]bool
 	for i := range results {
 		var se *suspectError
-		if !errors.As(results[i].Err, &se) {
+		if results[i].Outcome != Retry || !errors.As(results[i].Err, &se) {
 			continue
 		}
 		key := store.Key{Scope: msgs[i].Scope, MessageID: msgs[i].ID}
