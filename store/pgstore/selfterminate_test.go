@@ -106,7 +106,7 @@ func TestOffsetsHandlerTerminatingItsBackend(t *testing.T) {
 		var msgs []*txinbox.Message
 		cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Saved: saved}
 		for i := saved + 1; i < 5; i++ {
-			msgs = append(msgs, messages(batch[i:i+1])[0])
+			msgs = append(msgs, messages(batch[i : i+1])[0])
 			cp.Positions = append(cp.Positions, i)
 		}
 		res, next, err := p.ProcessOffsets(e.ctx, msgs, cp)
