@@ -49,6 +49,7 @@ type slot struct {
 
 type batch struct {
 	cp      *Checkpoint // nil: no checkpoint to save
+	alone   bool        // a suspect run alone: blamed if it loses its connection again
 	slots   []slot
 	items   []*item
 	repeats []*repeat

@@ -255,7 +255,7 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		}
 		return err
 	}
-	if err := p.rollbackFailed(ctx, tx, herr); err != nil {
+	if _, err := p.rollbackFailed(ctx, tx, herr); err != nil {
 		return err
 	}
 	info.Redone = true
@@ -309,11 +309,19 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 			}
 			continue
 		}
-		if df := (*dbFault)(nil); errors.As(herr, &df) {
+		// A connection closed by the server while the database answers:
+		// its handler lost it a second time (runOffsets redid the batch
+		// after the first), so it is the culprit (see answers).
+		df := (*dbFault)(nil)
+		fault := errors.As(herr, &df)
+		if fault && !p.answers(ctx, herr) {
 			return herr
 		}
+		if fault {
+			herr = fmt.Errorf("txinbox: its handler's connection was closed while the database answered: %w", herr)
+		}
 		ob.culprit, ob.herr = i, herr
-		if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
+		if bt := (*store.BrokenTxError)(nil); fault || errors.As(herr, &bt) && bt.Lost {
 			// The prefix before it is redone; a message of it that fails
 			// this time becomes the culprit instead.
 			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // lost already

@@ -180,9 +180,12 @@ func (p *Processor[TTx]) processChunk(ctx context.Context, msgs []*Message, resu
 // store.Refuser), it processes each half as a batch of its own, down to
 // the message at fault, which fails alone (its attempt counted).
 func (p *Processor[TTx]) processSplit(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint) error {
-	err := p.processBatch(ctx, msgs, results, cp)
+	err := p.processBatch(ctx, msgs, results, cp, false)
+	if err == nil {
+		return p.runSuspects(ctx, msgs, results)
+	}
 	r, ok := p.driver.(store.Refuser)
-	if err == nil || ctx.Err() != nil || !ok || !r.IsRefused(err) {
+	if ctx.Err() != nil || !ok || !r.IsRefused(err) {
 		return err
 	}
 	if len(msgs) == 1 {
@@ -238,7 +241,7 @@ func allAcked(rs []Result) bool {
 	return true
 }
 
-func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint) (err error) {
+func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, results []Result, cp *Checkpoint, alone bool) (err error) {
 	var ends []func(error)
 	for _, h := range p.startHooks {
 		var end func(error)
@@ -252,7 +255,7 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 	}()
 
 	b := p.prepare(msgs)
-	b.cp = cp
+	b.cp, b.alone = cp, alone
 	info := BatchInfo{Size: len(msgs)}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {

@@ -63,12 +63,16 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		}
 		return p.commit(ctx, tx, b)
 	}
-	if err := p.rollbackFailed(ctx, tx, herr); err != nil {
+	up, err := p.rollbackFailed(ctx, tx, herr)
+	if err != nil {
 		return err
 	}
 	info.Redone = true
 	b.resetClassification()
-	if culprit != nil {
+	switch {
+	case culprit != nil && up:
+		p.suspect(b, culprit, herr)
+	case culprit != nil:
 		p.markFailed(culprit, herr)
 		culprit.excluded = true
 	}
@@ -78,18 +82,24 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 // rollbackFailed rolls back a transaction whose handler failed with herr.
 // It returns the error the call must end with (the rollback failed, the
 // context ended, the database or the network failed, a transient error),
-// or nil when the work is to be redone a message at a time.
-func (p *Processor[TTx]) rollbackFailed(ctx context.Context, tx store.Tx[TTx], herr error) error {
+// or nil when the work is to be redone a message at a time; up reports a
+// connection closed by the server or the network while the database
+// answers (see answers): the handler's message is then a suspect.
+func (p *Processor[TTx]) rollbackFailed(ctx context.Context, tx store.Tx[TTx], herr error) (up bool, err error) {
 	var bt *store.BrokenTxError
 	broken := errors.As(herr, &bt)
 	var df *dbFault
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && (!broken || !bt.Lost) {
-		return errors.Join(err, herr)
+	fault := errors.As(herr, &df)
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && (!broken || !bt.Lost) && !fault {
+		return false, errors.Join(err, herr)
 	}
-	if ctx.Err() != nil || errors.As(herr, &df) || (!broken && p.driver.IsTransient(herr)) {
-		return errors.Join(ctx.Err(), herr)
+	if fault && p.answers(ctx, herr) {
+		return true, nil
 	}
-	return nil
+	if ctx.Err() != nil || fault || (!broken && p.driver.IsTransient(herr)) {
+		return false, errors.Join(ctx.Err(), herr)
+	}
+	return false, nil
 }
 
 // afterHandler returns the error of a handler that returned herr, with
@@ -214,7 +224,11 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{it.msg}))
 		b.handlerTime += time.Since(handlerStart)
 		if df := (*dbFault)(nil); errors.As(herr, &df) {
-			return false, herr
+			if !p.answers(ctx, herr) {
+				return false, herr
+			}
+			p.suspect(b, it, herr)
+			return true, errRedo
 		}
 		if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
 			p.markFailed(it, herr)

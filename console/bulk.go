@@ -77,6 +77,7 @@ func (c *console) bulk(r *http.Request, lf store.ListFilter, action string, a st
 	var t bulkTally
 	seen := 0
 	lf.Limit = min(200, c.cfg.BulkLimit)
+	lf.OmitPayload = true // the actions need the key, not the payload
 	for {
 		rows, err := c.cfg.Admin.ListDeadLetters(r.Context(), lf)
 		if err != nil {
@@ -88,7 +89,7 @@ func (c *console) bulk(r *http.Request, lf store.ListFilter, action string, a st
 				return t, nil
 			}
 			seen++
-			t.add(c.act(r, action, rec.ID, a))
+			t.add(c.act(r, action, rec.ID, &rec, a))
 		}
 		if len(rows) < lf.Limit {
 			return t, nil

@@ -101,6 +101,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports what New would refuse in c, without building the
+// console (its templates): a program that builds it later checks its
+// configuration early.
+func (c Config) Validate() error { return c.withDefaults().validate() }
+
 func (c Config) validate() error {
 	switch {
 	case c.Admin == nil:

@@ -30,7 +30,11 @@ func TestPagesLoadReadOnlyWithoutCredentials(t *testing.T) {
 			t.Errorf("GET %s offers an action without credentials configured", p)
 		}
 	}
+	before := e.admin.scopeStats.Load()
 	_, body := e.get("/ui/", nil)
+	if n := e.admin.scopeStats.Load() - before; n != 1 {
+		t.Errorf("the overview read the scope figures %d times, want once (one retention configured)", n)
+	}
 	for _, want := range []string{`<td class="ok">ready</td>`, `<td class="bad">connecting to the broker</td>`, `<td class="num">12</td>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview lacks the sources' readiness and lag %s", want)
@@ -189,9 +193,13 @@ func TestBulkReplayOfAFilteredSet(t *testing.T) {
 	e.fail.Store(false)
 	_, body := e.get("/ui/dead-letters?source=invoices-queue", basic("ops", "s3cret"))
 	form := url.Values{"csrf": {e.csrfOf(body)}, "action": {"replay"}, "reason": {"partner back"}, "source": {"invoices-queue"}}
+	reads := e.admin.getDeadLetter.Load()
 	code, body := e.post("/ui/dead-letters", form, basic("ops", "s3cret"))
 	if code != http.StatusOK || !strings.Contains(body, "5 done, 0 refused, 0 failed") {
 		t.Fatalf("bulk replay = %d: %s", code, body)
+	}
+	if n := e.admin.getDeadLetter.Load() - reads; n != 0 {
+		t.Errorf("the bulk replay read %d dead letters again after listing them, want 0", n)
 	}
 	for i := range 5 {
 		if out := e.process(msg(fmt.Sprintf("inv-%d", i), "P")); out[0] != txinbox.Processed {
@@ -203,6 +211,38 @@ func TestBulkReplayOfAFilteredSet(t *testing.T) {
 	}
 	if in, _ := e.driver.Inspect(e.ctx, store.Key{Scope: scope, MessageID: "other-1"}); in.DeadLetter == nil {
 		t.Error("the bulk replay touched a dead letter outside its filter")
+	}
+}
+
+// TestBulkDropOfAFilteredSet: a filtered drop hides every matching dead
+// letter, reading none of them again after the listing; a second drop of
+// the same filter finds nothing.
+func TestBulkDropOfAFilteredSet(t *testing.T) {
+	e := newEnv(t, admin)
+	for i := range 3 {
+		e.deadLetter(fmt.Sprintf("junk-%d", i), "J")
+	}
+	_, body := e.get("/ui/dead-letters", basic("ops", "s3cret"))
+	form := url.Values{"csrf": {e.csrfOf(body)}, "action": {"drop"}, "reason": {"junk"}}
+	reads := e.admin.getDeadLetter.Load()
+	code, body := e.post("/ui/dead-letters", form, basic("ops", "s3cret"))
+	if code != http.StatusOK || !strings.Contains(body, "3 done, 0 refused, 0 failed") {
+		t.Fatalf("bulk drop = %d: %s", code, body)
+	}
+	if n := e.admin.getDeadLetter.Load() - reads; n != 0 {
+		t.Errorf("the bulk drop read %d dead letters again after listing them, want 0", n)
+	}
+	if dls, err := e.driver.ListDeadLetters(e.ctx, store.ListFilter{Scope: scope}); err != nil || len(dls) != 0 {
+		t.Errorf("after the bulk drop: %d dead letters listed (%v), want 0", len(dls), err)
+	}
+	if code, body := e.post("/ui/dead-letters", form, basic("ops", "s3cret")); code != http.StatusOK ||
+		!strings.Contains(body, "0 done, 0 refused, 0 failed") {
+		t.Errorf("a second bulk drop = %d: %s", code, body)
+	}
+	var audited int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM `+e.schema+`.txinbox_audit WHERE action = 'drop-dead-letter'
+		AND actor = 'console:ops' AND reason = 'junk'`).Scan(&audited); err != nil || audited != 3 {
+		t.Errorf("audit rows of the bulk drop = %d, %v; want 3", audited, err)
 	}
 }
 

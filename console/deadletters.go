@@ -156,22 +156,23 @@ func (c *console) deadLetterAction(w http.ResponseWriter, r *http.Request, actor
 		return
 	}
 	a := store.AuditEntry{Actor: actor, Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
-	msg, code := c.act(r, r.PathValue("action"), id, a)
+	msg, code := c.act(r, r.PathValue("action"), id, nil, a)
 	c.cfg.Logger.Info("console: dead letter action", "action", r.PathValue("action"), "id", id, "actor", actor,
 		"reason", a.Reason, "status", code, "result", msg)
 	c.showResult(w, r, code, result{OK: code == http.StatusOK, Message: msg, Back: back})
 }
 
-// act runs one replay or drop and says what happened, with the HTTP
-// status of the answer.
-func (c *console) act(r *http.Request, action string, id int64, a store.AuditEntry) (string, int) {
+// act runs one replay or drop of dead letter id and says what happened,
+// with the HTTP status of the answer. listed, when set, is that dead letter
+// as a bulk action just listed it: it is not read again.
+func (c *console) act(r *http.Request, action string, id int64, listed *store.DeadLetterRecord, a store.AuditEntry) (string, int) {
 	if a.Reason == "" {
 		return "a reason is required: it is kept in the audit table", http.StatusBadRequest
 	}
 	var stale *store.StaleDeadLetterError
 	switch action {
 	case "replay":
-		rec, err := store.ReplayDeadLetter(r.Context(), c.cfg.Admin, id, a)
+		rec, err := c.replay(r, id, listed, a)
 		switch {
 		case errors.As(err, &stale), errors.Is(err, store.ErrReplayNoID):
 			return err.Error(), http.StatusConflict
@@ -183,7 +184,7 @@ func (c *console) act(r *http.Request, action string, id int64, a store.AuditEnt
 		return fmt.Sprintf("dead letter %d replayable: the next delivery of %q (scope %q) will be processed; "+
 			"re-publish its payload if the broker will not redeliver it", id, rec.MessageID, rec.Scope), http.StatusOK
 	case "drop":
-		already, err := store.DropDeadLetterAudited(r.Context(), c.cfg.Admin, id, a)
+		already, err := c.drop(r, id, listed, a)
 		switch {
 		case errors.Is(err, store.ErrNoDeadLetter):
 			return err.Error(), http.StatusNotFound
@@ -195,4 +196,26 @@ func (c *console) act(r *http.Request, action string, id int64, a store.AuditEnt
 		return fmt.Sprintf("dead letter %d dropped: hidden from the list; redeliveries of its message stay refused", id), http.StatusOK
 	}
 	return fmt.Sprintf("unknown action %q: use replay or drop", action), http.StatusNotFound
+}
+
+// replay replays dead letter id (store.ReplayDeadLetter), or listed
+// without reading it again (store.ReplayListed).
+func (c *console) replay(r *http.Request, id int64, listed *store.DeadLetterRecord, a store.AuditEntry) (store.DeadLetterRecord, error) {
+	if listed == nil {
+		return store.ReplayDeadLetter(r.Context(), c.cfg.Admin, id, a)
+	}
+	return *listed, store.ReplayListed(r.Context(), c.cfg.Admin, *listed, a)
+}
+
+// drop drops dead letter id (store.DropDeadLetterAudited), or, listed, at
+// once: the listing said it exists.
+func (c *console) drop(r *http.Request, id int64, listed *store.DeadLetterRecord, a store.AuditEntry) (already bool, err error) {
+	if listed == nil {
+		return store.DropDeadLetterAudited(r.Context(), c.cfg.Admin, id, a)
+	}
+	if err := store.ValidateAudit(a); err != nil {
+		return false, err
+	}
+	dropped, err := c.cfg.Admin.DropDeadLetter(r.Context(), id, a)
+	return !dropped && err == nil, err
 }

@@ -54,6 +54,24 @@ type env struct {
 	fail    atomic.Bool // the handler fails for good while set
 	srv     *httptest.Server
 	console http.Handler
+	admin   *countingAdmin // the console's Admin: the driver, its reads counted
+}
+
+// countingAdmin is the real driver, counting the reads the console's
+// economy is about.
+type countingAdmin struct {
+	*pgstore.Driver
+	scopeStats, getDeadLetter atomic.Int64
+}
+
+func (c *countingAdmin) ScopeStats(ctx context.Context, expiredBefore time.Time) ([]store.ScopeStats, error) {
+	c.scopeStats.Add(1)
+	return c.Driver.ScopeStats(ctx, expiredBefore)
+}
+
+func (c *countingAdmin) GetDeadLetter(ctx context.Context, id int64) (store.DeadLetterRecord, bool, error) {
+	c.getDeadLetter.Add(1)
+	return c.Driver.GetDeadLetter(ctx, id)
 }
 
 func newEnv(t *testing.T, auth console.Auth) *env {
@@ -91,7 +109,8 @@ func newEnv(t *testing.T, auth console.Auth) *env {
 	if err := as4s.Migrate(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := console.New(console.Config{Admin: d, Outbox: outbox.PostgreSQL(d), AS4: as4s, Auth: auth, Logger: quiet(),
+	e.admin = &countingAdmin{Driver: d}
+	h, err := console.New(console.Config{Admin: e.admin, Outbox: outbox.PostgreSQL(d), AS4: as4s, Auth: auth, Logger: quiet(),
 		Scopes: []console.Scope{{Name: scope, Retention: 24 * time.Hour}}, Sources: []console.Source{
 			{Name: "invoices-queue", Scope: scope, Ready: func(context.Context) error { return nil },
 				Lag: func(context.Context) ([]source.Lag, error) { return []source.Lag{{Messages: 12}}, nil }},

@@ -78,30 +78,40 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // scopeRows reads the per-scope counts, once per distinct retention (the
-// expired count depends on the cutoff).
+// expired count depends on the cutoff; every read lists every scope, so a
+// scope of no known retention takes its figures from any).
 func (c *console) scopeRows(ctx context.Context) ([]scopeRow, error) {
 	retention := map[string]time.Duration{}
-	cutoffs := map[time.Duration]bool{0: true}
+	cutoffs := map[time.Duration]bool{}
 	for _, s := range c.cfg.Scopes {
 		retention[s.Name] = s.Retention
 		cutoffs[s.Retention] = true
 	}
+	if len(cutoffs) == 0 {
+		cutoffs[0] = true
+	}
 	byCutoff := map[time.Duration]map[string]store.ScopeStats{}
+	var all map[string]store.ScopeStats // any read: every scope
 	t := now()
 	for ret := range cutoffs {
 		ss, err := c.cfg.Admin.ScopeStats(ctx, t.Add(-ret))
 		if err != nil {
 			return nil, err
 		}
-		byCutoff[ret] = map[string]store.ScopeStats{}
+		all = map[string]store.ScopeStats{}
 		for _, s := range ss {
-			byCutoff[ret][s.Scope] = s
+			all[s.Scope] = s
 		}
+		byCutoff[ret] = all
 	}
 	var out []scopeRow
-	for name := range byCutoff[0] {
+	for name, fig := range all {
 		ret := retention[name]
-		row := scopeRow{ScopeStats: byCutoff[ret][name], Retention: ret}
+		st, ok := byCutoff[ret][name]
+		if !ok {
+			st = fig
+		}
+		row := scopeRow{ScopeStats: st, Retention: ret}
 		if ret == 0 {
 			row.Expired = 0 // no retention known: nothing to call late
 		}

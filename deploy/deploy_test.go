@@ -189,6 +189,8 @@ func TestCompose(t *testing.T) {
 			Build    struct{ Dockerfile string }
 			Command  []string
 			Volumes  []string
+			Ports    []string
+			Networks map[string]struct{ Aliases []string }
 		}
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
@@ -204,6 +206,20 @@ func TestCompose(t *testing.T) {
 		}
 		if !slices.Contains(c.Services[broker].Profiles, broker) {
 			t.Errorf("service %s is not in profile %s", broker, broker)
+		}
+		// Prometheus finds whichever serve runs by this alias.
+		if !slices.Contains(s.Networks["default"].Aliases, scrapeAlias(t)) {
+			t.Errorf("serve-%s has no network alias %q, which prometheus.yml scrapes", broker, scrapeAlias(t))
+		}
+	}
+	published := map[string]string{} // host port: service
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			host, _, _ := strings.Cut(p, ":")
+			if other, taken := published[host]; taken {
+				t.Errorf("%s and %s both publish host port %s: their profiles cannot run together", other, name, host)
+			}
+			published[host] = name
 		}
 	}
 	for _, s := range c.Services {
@@ -233,4 +249,34 @@ func TestDockerfile(t *testing.T) {
 	if _, err := os.Stat("../cmd/txinbox/main.go"); err != nil {
 		t.Error(err)
 	}
+}
+
+// scrapeAlias is the one name prometheus.yml's txinbox job discovers its
+// targets by (DNS service discovery): a static list named services that a
+// profile does not run, and Prometheus reported them down.
+func scrapeAlias(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []any  `yaml:"static_configs"`
+			DNSSDConfigs  []struct {
+				Names []string
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	for _, sc := range cfg.ScrapeConfigs {
+		if sc.JobName == "txinbox" && len(sc.StaticConfigs) == 0 && len(sc.DNSSDConfigs) == 1 && len(sc.DNSSDConfigs[0].Names) == 1 {
+			return sc.DNSSDConfigs[0].Names[0]
+		}
+	}
+	t.Fatalf("prometheus.yml: want the txinbox job to find its targets by one name of DNS service discovery: %+v", cfg.ScrapeConfigs)
+	return ""
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/source"
@@ -41,7 +40,7 @@ func (s *Server) newHandler() (h http.Handler, err error) {
 		}
 	}
 	if c := s.cfg.Console; c != nil {
-		if _, err := console.New(s.consoleConfig()); err != nil { // checked now, built by Run
+		if err := s.consoleConfig().Validate(); err != nil { // checked now, built by Run
 			return nil, fmt.Errorf("server: Config.Console: %w", err)
 		}
 		if err := mount(mux, cmp.Or(c.Prefix, "/ui/"), &s.console); err != nil {
@@ -76,7 +75,8 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // Ready runs the readiness checks of /readyz: "database" (Config.Ping),
-// "started", and one per source that is a source.Readier and per relay,
+// "started" ("starting: " and the start-up check in progress, such as the
+// retention against a source, while Run checks), and one per source that is a source.Readier and per relay,
 // by name. Each entry is "ok" or what is wrong; ok is whether all are.
 func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) {
 	cfg := s.Config()
@@ -92,6 +92,9 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 	}
 	if !s.ready.Load() {
 		checks["started"], ok = "not started or stopping", false
+		if step := s.starting.Load(); step != nil {
+			checks["started"] = "starting: " + *step
+		}
 	}
 	for _, src := range cfg.Sources {
 		if rd, isReadier := src.Source.(source.Readier); isReadier {
@@ -106,43 +109,25 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 	return checks, ok
 }
 
-// startOps registers the collectors and starts the operations listener
-// and the purger; the returned function stops both.
-func (s *Server) startOps(ctx context.Context) (func(), error) {
+// startOps registers the collectors, builds the console and starts the
+// operations listener; the returned function stops it.
+func (s *Server) startOps() (func(), error) {
 	if err := s.register(); err != nil {
 		return nil, err
 	}
 	if err := s.startConsole(); err != nil {
 		return nil, err
 	}
-	var stops []func()
-	stopAll := func() {
-		for _, stop := range stops {
-			stop()
-		}
+	if s.cfg.HTTPListen == "" {
+		return func() {}, nil
 	}
-	if s.cfg.HTTPListen != "" {
-		stop, err := s.serveOps()
-		if err != nil {
-			return nil, err
-		}
-		stops = append(stops, stop)
-	}
-	if s.cfg.Purge != nil {
-		stop, err := s.startPurger(ctx)
-		if err != nil {
-			stopAll()
-			return nil, err
-		}
-		stops = append(stops, stop)
-	}
-	return stopAll, nil
+	return s.serveOps()
 }
 
-// register adds txinbox_source_lag, the processors' metrics and the inbox
-// gauges to the registry.
+// register adds txinbox_source_lag, txinbox_ready, the processors' metrics
+// and the inbox gauges to the registry.
 func (s *Server) register() error {
-	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources)}
+	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources), newReadyCollector(s)}
 	if err := s.cfg.Registry.Register(s.cfg.Metrics); err != nil {
 		if _, already := err.(prometheus.AlreadyRegisteredError); !already {
 			return err

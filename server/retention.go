@@ -63,7 +63,7 @@ func Shortfalls(retention Retention, horizons []source.Horizon) []Shortfall {
 // the scope's retention. It returns a *RetentionError naming both figures
 // of each shortfall, unless Config.AcceptShortRetention, which logs each
 // as a warning instead; or the error of a source that could not be asked.
-// Run calls it first.
+// Run calls it once its operations listener answers.
 func (s *Server) CheckRetention(ctx context.Context) error {
 	var short []Shortfall
 	for _, e := range s.cfg.Endpoints {
@@ -76,9 +76,12 @@ func (s *Server) CheckRetention(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		step := fmt.Sprintf("checking the retention against the %s source (up to %s)", src.Name, s.cfg.HorizonTimeout)
+		s.starting.Store(&step)
 		hctx, cancel := context.WithTimeout(ctx, s.cfg.HorizonTimeout)
 		hs, err := hz.RedeliveryHorizons(hctx)
 		cancel()
+		s.starting.Store(nil)
 		if err != nil {
 			return fmt.Errorf("checking the retention against the %s source: %w", src.Name, err)
 		}

@@ -15,8 +15,8 @@
 //	srv.Add(server.Source{Name: "orders", Scope: "orders", Source: src})
 //	err = srv.Run(ctx) // until ctx is done, then the drain
 //
-// Run first compares each scope's retention with what its source can
-// deliver again (source.Horizoner, Endpoint.RetryWindow) and refuses to
+// Run compares each scope's retention with what its source can deliver
+// again (while /healthz already answers and /readyz names the check) (source.Horizoner, Endpoint.RetryWindow) and refuses to
 // start with a *RetentionError when a retention is shorter, unless
 // Config.AcceptShortRetention.
 package server
@@ -48,10 +48,13 @@ type Server struct {
 	// inFlight counts the sources' batches in their transaction.
 	inFlight *atomic.Int64
 	// ready is true from the start of the sources to the stop.
-	ready   *atomic.Bool
-	hooks   []txinbox.Hook
-	handler http.Handler
-	console lateHandler
+	ready *atomic.Bool
+	// starting names the start-up check in progress (the retention
+	// against one source), for /readyz; nil when none is.
+	starting atomic.Pointer[string]
+	hooks    []txinbox.Hook
+	handler  http.Handler
+	console  lateHandler
 
 	mu      sync.Mutex
 	started bool
@@ -156,8 +159,9 @@ func (s *Server) add(change func(*Config)) error {
 	return nil
 }
 
-// Run checks the retention against the sources, starts the operations
-// listener and the purger, and runs the sources, endpoints and relays
+// Run starts the operations listener (/healthz answers at once, /readyz
+// names the start-up check in progress), checks the retention against the
+// sources, starts the purger, and runs the sources, endpoints and relays
 // until ctx is done or one fails; then it stops them: endpoints stop
 // accepting and answer the requests in flight, the sources stop fetching
 // and commit and ack the batches in flight, all within the shutdown
@@ -177,14 +181,25 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(s.cfg.Sources)+len(s.cfg.Endpoints)+len(s.cfg.Relays) == 0 {
 		return errors.New("server: nothing to run: no source, endpoint or relay")
 	}
-	if err := s.CheckRetention(ctx); err != nil {
-		return err
-	}
-	stopOps, err := s.startOps(ctx)
+	// The operations listener answers first: /healthz says alive and
+	// /readyz names the check in progress while the retention is checked
+	// (up to HorizonTimeout per source). The purger waits for the check:
+	// it must not delete with a retention the check refuses.
+	stopOps, err := s.startOps()
 	if err != nil {
 		return err
 	}
 	defer stopOps()
+	if err := s.CheckRetention(ctx); err != nil {
+		return err
+	}
+	if s.cfg.Purge != nil {
+		stop, err := s.startPurger(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	eps, err := s.listen()
 	if err != nil {
 		return err

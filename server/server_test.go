@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,8 @@ type chanSource struct {
 	ready    error
 	lag      []source.Lag
 	horizons []source.Horizon
+	// gate, when set, holds RedeliveryHorizons until it is closed.
+	gate chan struct{}
 
 	mu    sync.Mutex
 	acked []string
@@ -67,7 +70,14 @@ func (s *chanSource) Ready(context.Context) error { return s.ready }
 
 func (s *chanSource) Lag(context.Context) ([]source.Lag, error) { return s.lag, nil }
 
-func (s *chanSource) RedeliveryHorizons(context.Context) ([]source.Horizon, error) {
+func (s *chanSource) RedeliveryHorizons(ctx context.Context) ([]source.Horizon, error) {
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return s.horizons, nil
 }
 
@@ -250,9 +260,20 @@ func TestReadinessPerSource(t *testing.T) {
 			t.Errorf("/readyz = %d %s; want 503 and %s", code, body, want)
 		}
 	}
+	_, metrics := get(h, "/metrics")
+	for _, want := range []string{"txinbox_ready 0", `txinbox_ready_check{check="west"} 0`, `txinbox_ready_check{check="east"} 1`,
+		`txinbox_ready_check{check="database"} 1`, `txinbox_ready_check{check="started"} 1`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("west not connected: /metrics has no %s", want)
+		}
+	}
 	down.ready = nil
 	if code, body := get(h, "/readyz"); code != http.StatusOK {
 		t.Errorf("every source connected: /readyz = %d %s, want 200", code, body)
+	}
+	if _, metrics := get(h, "/metrics"); !strings.Contains(metrics, "txinbox_ready 1\n") ||
+		!strings.Contains(metrics, `txinbox_ready_check{check="west"} 1`+"\n") {
+		t.Errorf("every source connected: /metrics has no txinbox_ready 1 and west 1")
 	}
 	if _, body := get(h, "/metrics"); !strings.Contains(body, `txinbox_source_lag{partition="t/0",scope="a",source="east"} 7`) {
 		t.Errorf("/metrics has no lag of east:\n%s", body)
@@ -436,4 +457,104 @@ func TestEndpointAnswersTheRequestInFlight(t *testing.T) {
 	if _, err := http.Post(url, "text/plain", strings.NewReader("m")); err == nil {
 		t.Error("the endpoint took a request after the stop")
 	}
+}
+
+// TestHealthzAnswersDuringTheRetentionCheck: while Run waits for a
+// source's redelivery horizons, the operations listener already answers:
+// /healthz 200, /readyz 503 naming the check. A shortfall found then
+// still fails Run with a *RetentionError; a retention that covers the
+// horizon makes the server ready.
+func TestHealthzAnswersDuringTheRetentionCheck(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	week := source.Horizon{What: `Kafka topic "invoices"`, Figure: "retention.ms=604800000 (7d)", Within: 7 * 24 * time.Hour}
+	for _, keep := range []time.Duration{3 * 24 * time.Hour, 30 * 24 * time.Hour} {
+		progress := &syncBuffer{}
+		srv, err := server.New(server.Config{Logger: quiet(), Progress: progress, HTTPListen: "127.0.0.1:0",
+			Ping: f.pool.Ping, Retention: server.Retention{Keep: keep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := f.source(t, srv, "invoices", func(context.Context, pgx.Tx, *txinbox.Message) error { return nil })
+		src.horizons, src.gate = []source.Horizon{week}, make(chan struct{})
+		if err := srv.Add(server.Source{Name: "invoices", Scope: "invoices", Source: src}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx) }()
+		base := progress.waitFor(t, regexp.MustCompile(`health and metrics on (http://\S+)`))
+		if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("during the check: /healthz = %d %q, want 200 ok", code, body)
+		}
+		want := `"started":"starting: checking the retention against the invoices source (up to 30s)"`
+		if code, body := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
+			t.Errorf("during the check: /readyz = %d %s, want 503 and %s", code, body, want)
+		}
+		if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, "txinbox_ready 0\n") ||
+			!strings.Contains(body, `txinbox_ready_check{check="started"} 0`+"\n") {
+			t.Errorf("during the check: /metrics has no txinbox_ready 0 and started 0")
+		}
+		close(src.gate)
+		if keep < week.Within {
+			var short *server.RetentionError
+			if err := <-done; !errors.As(err, &short) {
+				t.Errorf("a 3d retention against 7d: Run = %v, want a *RetentionError", err)
+			}
+			cancel()
+			continue
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for code, body := httpGet(t, base+"/readyz"); code != http.StatusOK; code, body = httpGet(t, base+"/readyz") {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the check: /readyz = %d %s, want 200", code, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// syncBuffer is a Progress writer the test reads while Run writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// waitFor returns the first group of re's first match, waiting up to 10s.
+func (b *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b.mu.Lock()
+		m := re.FindStringSubmatch(b.b.String())
+		b.mu.Unlock()
+		if m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no %s in the progress lines within 10s", re)
+	return ""
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(body)
 }

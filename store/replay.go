@@ -51,18 +51,29 @@ func ReplayDeadLetter(ctx context.Context, a Admin, id int64, e AuditEntry) (Dea
 		return rec, err
 	case !ok:
 		return rec, fmt.Errorf("%w: %d", ErrNoDeadLetter, id)
-	case rec.MessageID == "":
-		return rec, ErrReplayNoID
+	}
+	return rec, ReplayListed(ctx, a, rec, e)
+}
+
+// ReplayListed is ReplayDeadLetter for a dead letter just read (by
+// ListDeadLetters, say), which it does not read again: a bulk replay
+// reads each dead letter once.
+func ReplayListed(ctx context.Context, a Admin, rec DeadLetterRecord, e AuditEntry) error {
+	if err := ValidateAudit(e); err != nil {
+		return err
+	}
+	if rec.MessageID == "" {
+		return ErrReplayNoID
 	}
 	in, err := a.Inspect(ctx, rec.Key)
 	if err != nil {
-		return rec, err
+		return err
 	}
 	if in.Inbox != nil {
-		return rec, &StaleDeadLetterError{ID: id, Key: rec.Key, ProcessedAt: in.Inbox.ProcessedAt}
+		return &StaleDeadLetterError{ID: rec.ID, Key: rec.Key, ProcessedAt: in.Inbox.ProcessedAt}
 	}
 	_, err = a.Forget(ctx, rec.Key, e)
-	return rec, err
+	return err
 }
 
 // DropDeadLetterAudited marks dead letter id handled (DropDeadLetter) and

@@ -126,6 +126,18 @@ type Refuser interface {
 	IsRefused(err error) bool
 }
 
+// Pinger is the optional Driver interface that tells an outage from a
+// connection closed by a message's own work. When a handler's connection
+// is closed by the server or the network, the processor pings: if the
+// database answers, the loss was no outage (the handler ran
+// pg_terminate_backend, or a statement that crashed its backend), and the
+// message is run again alone, then blamed if it loses its connection again.
+// Without it, every such loss is taken for an outage.
+type Pinger interface {
+	// Ping reports whether the database answers one round trip.
+	Ping(ctx context.Context) error
+}
+
 // Checkpoint is how far one partition of a source has been processed: a
 // Kafka partition's watermark, kept in the inbox database.
 type Checkpoint struct {

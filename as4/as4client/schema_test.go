@@ -7,6 +7,8 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/internal/wire"
 	"github.com/txinbox/txinbox/as4/internal/xsdcheck"
+	"github.com/txinbox/txinbox/as4/wssec"
+	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 	"github.com/txinbox/txinbox/edi/ebms"
 )
 
@@ -27,6 +29,36 @@ func TestClientUserMessagesValidAgainstSchemas(t *testing.T) {
 		m = m.withDefaults()
 		must(t, m.validate())
 		body, ct, err := m.encode()
+		must(t, err)
+		root, _, err := wire.SplitMIME(body, ct)
+		must(t, err)
+		xsdcheck.Validate(t, "client user message "+name, root)
+	}
+}
+
+// TestClientSecuredMessagesValidAgainstSchemas validates the root part of
+// what a Client with Security sends, signed and signed then encrypted:
+// the SOAP envelope, eb:Messaging, ds:Signature (XML Signature schema)
+// and xenc:EncryptedKey/EncryptedData (XML Encryption schema). No official
+// WS-Security schema is at hand offline: wsse:Security and wsu:Id are
+// checked laxly (through the SOAP header's wildcard), what they hold
+// strictly where it is of the namespaces above.
+func TestClientSecuredMessagesValidAgainstSchemas(t *testing.T) {
+	p := wssectest.Get(t)
+	signer, err := wssec.NewSigner(p.LeafKey, p.Leaf)
+	must(t, err)
+	encrypter, err := wssec.NewEncrypter(p.Receiver)
+	must(t, err)
+	m := Outgoing{
+		MessageID: "m1@txinbox", Timestamp: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
+		From: ebms.Party{IDs: []ebms.PartyID{{ID: "us"}}}, To: ebms.Party{IDs: []ebms.PartyID{{ID: "them"}}},
+		Service: ebms.Service{Value: "urn:test:service"}, Action: "Submit",
+		Payloads: []Payload{{ContentID: "p1@txinbox", ContentType: "application/xml", Data: []byte("<x/>")}, {Data: []byte("bin")}},
+	}.withDefaults()
+	must(t, m.validate())
+	for name, sec := range map[string]Security{"signed": {Signer: signer}, "signed and encrypted": {Signer: signer, Encrypter: encrypter}} {
+		c := &Client{cfg: Config{Security: sec}}
+		body, ct, _, err := c.encode(&m)
 		must(t, err)
 		root, _, err := wire.SplitMIME(body, ct)
 		must(t, err)

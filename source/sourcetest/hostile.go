@@ -85,6 +85,17 @@ var hostileHandlers = []hostileHandler{
 		_, err := tx.Exec(short, `SELECT pg_sleep(10)`)
 		return err
 	}},
+	// The server ends the handler's own session (as a statement that
+	// crashes its backend would) while the database stays up: not an
+	// outage, so the message is suspected, then blamed when its handler
+	// loses the connection again run alone.
+	{"TerminatesItsBackend", "closed twice in a row", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		if err := insertEffect(ctx, tx, m); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		return err
+	}},
 	{"OwnDeadlineSwallowed", "connection was closed", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 		if err := insertEffect(ctx, tx, m); err != nil {
 			return err

@@ -16,6 +16,7 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
+	down  bool // new connections are closed at once: the target is unreachable
 }
 
 // NewProxy listens on a loopback port and forwards each connection to
@@ -45,6 +46,17 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// SetDown makes the target unreachable (every connection cut, new ones
+// closed at once) or reachable again.
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+	if down {
+		p.Cut()
+	}
+}
+
 // Close stops listening and cuts every connection.
 func (p *Proxy) Close() {
 	p.ln.Close()
@@ -62,6 +74,13 @@ func (p *Proxy) serve() {
 }
 
 func (p *Proxy) forward(client net.Conn) {
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if down {
+		client.Close()
+		return
+	}
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		client.Close()

@@ -30,6 +30,7 @@ func Run(t *testing.T, h Harness) {
 		{"RetryIsRedelivered", redelivery, testRetry},
 		{"PoisonDeadLettered", nil, testPoison},
 		{"ConnectionLossLosesNothing", redelivery, testConnectionLoss},
+		{"DatabaseOutageDeadLettersNothing", nil, testDatabaseOutage},
 		{"Ordering", func(f Features) bool { return f.Ordering }, testOrdering},
 		{"ConsumerGroup", func(f Features) bool { return f.ConsumerGroups }, testConsumerGroup},
 	}

@@ -110,6 +110,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 // Pool returns the driver's pool.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
+// Ping implements store.Pinger: one round trip on a pooled connection.
+func (d *Driver) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
+
 // Tables returns the qualified, quoted table names, for operators' SQL.
 func (d *Driver) Tables() schema.Tables { return d.t }
 
