@@ -61,7 +61,12 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		for _, it := range fresh {
 			it.res = Result{Outcome: Processed}
 		}
-		return p.commit(ctx, tx, b)
+		// A statement a handler queued fails at the commit (in its
+		// round trip): a handler's failure, redone with savepoints.
+		var qe *store.QueuedStatementError
+		if herr = p.commit(ctx, tx, b); !errors.As(herr, &qe) {
+			return herr
+		}
 	}
 	if err := p.rollbackFailed(ctx, tx, herr); err != nil {
 		return err
@@ -211,7 +216,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	}
 	if claims[0].Status == store.ClaimNew {
 		handlerStart := time.Now()
-		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{it.msg}))
+		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, it.msg))
 		b.handlerTime += time.Since(handlerStart)
 		if df := (*dbFault)(nil); errors.As(herr, &df) {
 			return false, herr
@@ -235,6 +240,19 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 		it.res = Result{Outcome: Processed}
 	}
 	return false, tx.ReleaseSavepoint(ctx)
+}
+
+// callFlushed runs the handler of one message under its savepoint and
+// sends the statements it queued (store.StatementQueue) before the
+// savepoint is released, so that their failure is its own.
+func (p *Processor[TTx]) callFlushed(ctx context.Context, tx store.Tx[TTx], m *Message) error {
+	if err := p.callHandler(ctx, tx.Tx(), []*Message{m}); err != nil {
+		return err
+	}
+	if sq, ok := tx.(store.StatementQueue); ok {
+		return sq.FlushQueued(ctx)
+	}
+	return nil
 }
 
 // errNoEffectClaimer says that the store cannot run Config.Effect.

@@ -1,0 +1,101 @@
+package pgstore_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/store/pgstore"
+)
+
+// TestQueue: statements a handler queues commit with the batch, once per
+// new message; one that fails fails its own message alone (the others of
+// the batch take effect once), for a batch handler and for a handler of
+// one message; the checkpoint commits with them; and Queue refuses a
+// transaction that is not the running handler's.
+func TestQueue(t *testing.T) {
+	// The refusal is not of a class the driver calls refused (store.Refuser):
+	// no split of the batch finds the culprit, the queued statements'
+	// errors alone must.
+	d, ctx := driverWithEffects(t, `CREATE FUNCTION refuse(id text) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+	IF id LIKE 'poison%' THEN RAISE EXCEPTION 'poison %', id USING ERRCODE = '42000'; END IF;
+	RETURN true;
+END $$;
+CREATE TABLE effects (message_id text NOT NULL CHECK (refuse(message_id)))`)
+	const insert = "INSERT INTO effects SELECT unnest($1::text[])"
+	var kept pgx.Tx
+	batch := func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.ID
+		}
+		kept = tx
+		return pgstore.Queue(tx, insert, ids)
+	}
+	one := func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		return pgstore.Queue(tx, "INSERT INTO effects VALUES ($1)", m.ID)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pb, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 1, Logger: logger, BatchHandler: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 1, Logger: logger, Handler: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := func(ids ...string) []*txinbox.Message {
+		var msgs []*txinbox.Message
+		for _, id := range ids {
+			msgs = append(msgs, &txinbox.Message{ID: id, Payload: []byte(id)})
+		}
+		return msgs
+	}
+	P, D, X := txinbox.Processed, txinbox.Duplicate, txinbox.DeadLettered
+	for _, c := range []struct {
+		p    *txinbox.Processor[pgx.Tx]
+		ids  []string
+		want []txinbox.Outcome
+	}{
+		{pb, []string{"a", "b", "poison1", "c"}, []txinbox.Outcome{P, P, X, P}},
+		{pb, []string{"a", "d"}, []txinbox.Outcome{D, P}},
+		{po, []string{"e", "poison2", "f", "a"}, []txinbox.Outcome{P, X, P, D}},
+	} {
+		if got := outcomes(t, c.p, m(c.ids...)...); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.ids, got, c.want)
+		}
+	}
+	res, err := pb.ProcessCheckpoint(ctx, m("g", "h"), txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{7, 8}})
+	if err != nil || res[1].Outcome != P {
+		t.Fatalf("with a checkpoint: %v, %v", res, err)
+	}
+	if cps, err := pb.Checkpoints(ctx, "t"); err != nil || cps["0"] != 8 {
+		t.Errorf("checkpoints %v, %v; want partition 0 at 8", cps, err)
+	}
+	rows, _ := d.Pool().Query(ctx, "SELECT message_id FROM effects ORDER BY 1")
+	effects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(effects, " "); got != "a b c d e f g h" {
+		t.Errorf("effects %q, want one per processed message", got)
+	}
+	if err := pgstore.Queue(kept, insert, []string{"late"}); err == nil {
+		t.Error("Queue on a batch transaction that ended: no error")
+	}
+	tx, err := d.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // test cleanup
+	if err := pgstore.Queue(tx, insert, []string{"x"}); err == nil {
+		t.Error("Queue on a transaction of the caller's own: no error")
+	}
+}
