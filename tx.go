@@ -272,11 +272,22 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*i
 	if !ok {
 		return nil, errNoEffectClaimer
 	}
+	return ec.ClaimWithEffect(ctx, effectRows(items), p.cfg.Effect.Statements)
+}
+
+// effectRows are the claim rows of items with what a declarative effect
+// reads of their messages.
+func effectRows(items []*item) []store.EffectRow {
 	rows := make([]store.EffectRow, len(items))
 	for i, it := range items {
 		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
 	}
-	return ec.ClaimWithEffect(ctx, rows, p.cfg.Effect.Statements)
+	return rows
+}
+
+// storeCheckpoint is the checkpoint of b's partition at pos.
+func (p *Processor[TTx]) storeCheckpoint(b *batch, pos int64) store.Checkpoint {
+	return store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition, Position: pos}
 }
 
 // planCheckpoint tells a store that can save it with the claim (one
@@ -284,8 +295,7 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*i
 // acked: its last position.
 func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
-		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
-			Position: b.cp.Positions[len(b.cp.Positions)-1]})
+		pl.PlanCheckpoint(p.storeCheckpoint(b, b.cp.Positions[len(b.cp.Positions)-1]))
 	}
 }
 
@@ -295,12 +305,8 @@ func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 // is recorded afterwards, in a transaction of its own; should that fail,
 // Process fails, nothing is acked and the redelivery records it.
 func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
-	rows := make([]store.EffectRow, len(b.items))
-	for i, it := range b.items {
-		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
-	}
 	start := time.Now()
-	claims, err := ec.CommitEffect(ctx, rows, p.cfg.Effect.Statements, nil)
+	claims, err := ec.CommitEffect(ctx, effectRows(b.items), p.cfg.Effect.Statements, nil)
 	b.commitTime = time.Since(start)
 	if err != nil {
 		return err
@@ -397,8 +403,7 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 		}
 	}
 	if pos, ok := b.checkpoint(); ok {
-		if err := tx.SaveCheckpoint(ctx, store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source,
-			Partition: b.cp.Partition, Position: pos}); err != nil {
+		if err := tx.SaveCheckpoint(ctx, p.storeCheckpoint(b, pos)); err != nil {
 			return err
 		}
 	}

@@ -23,6 +23,7 @@ type queries struct {
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
+	recent  *[8]atomic.Pointer[recentEffect]
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -54,6 +55,7 @@ func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
 		tables:     t,
 		effects:    new(sync.Map),
+		recent:     new([8]atomic.Pointer[recentEffect]),
 		duplicates: new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
