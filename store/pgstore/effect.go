@@ -28,7 +28,7 @@ const EffectSQL = "new_messages(scope text, message_id text, source text, source
 var _ store.EffectClaimer = (*pgTx)(nil)
 
 // effectClaim is the claim statement of a declarative effect: classify
-// answers every key (claimClassify's select), otherwise it returns the
+// answers for the keys it does not insert (classifySelect), otherwise it returns the
 // keys it inserted (the plain claim's). The autocommit form (committed)
 // has no commit guard (no handler runs) and saves the checkpoint of
 // parameters $10-$13 when checkpoint is set.
@@ -66,14 +66,7 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 		b.WriteString("\nSELECT scope, message_id FROM txinbox_inserted")
 		return b.String()
 	}
-	b.WriteString(t.Expand(`
-SELECT m.ord, ins.message_id IS NOT NULL,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '') END
-FROM txinbox_batch m
-LEFT JOIN txinbox_inserted ins ON ins.scope = m.scope AND ins.message_id = m.message_id`))
+	b.WriteString(classifySelect(t, "txinbox_batch m"))
 	return b.String()
 }
 

@@ -345,24 +345,24 @@ func (t *pgTx) release() {
 	}
 }
 
-// classifyClaimed scans claimClassify, one row per key: its
-// ordinal, whether it was inserted, and otherwise the stored hash and
-// whether it is dead-lettered, as the claim's snapshot saw them. A key
-// with none of these stays unanswered, for the lookup.
+// classifyClaimed scans a claim ending in classifySelect: one row per
+// key it did not insert, with its ordinal and the stored hashes its
+// snapshot saw (a key with neither stays unanswered, for the lookup);
+// the keys it does not return were inserted.
 func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
+		for i := range res {
+			res[i].Status = store.ClaimNew
+		}
 		var ord int
-		var inserted bool
 		var hash, dead []byte
-		_, err := pgx.ForEachRow(rs, []any{&ord, &inserted, &hash, &dead}, func() error {
+		_, err := pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
 			if ord < 1 || ord > len(res) {
 				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
 			}
-			if r := &res[ord-1]; inserted {
-				r.Status = store.ClaimNew
-			} else {
-				classifySeen(r, hash, dead)
-			}
+			r := &res[ord-1]
+			r.Status = 0
+			classifySeen(r, hash, dead)
 			return nil
 		})
 		return err
