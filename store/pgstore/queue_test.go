@@ -79,12 +79,20 @@ CREATE TABLE effects (message_id text NOT NULL CHECK (refuse(message_id)))`)
 	if cps, err := pb.Checkpoints(ctx, "t"); err != nil || cps["0"] != 8 {
 		t.Errorf("checkpoints %v, %v; want partition 0 at 8", cps, err)
 	}
+	// Offsets as the inbox: the prefix before the failing statement's
+	// message commits, with the checkpoint; it is a Retry, dead-lettered
+	// after its attempts, and the checkpoint then moves past it.
+	ocp := txinbox.OffsetCheckpoint{Source: "o", Partition: "0", Positions: []int64{1, 2, 3}, Saved: -1}
+	ores, saved, err := pb.ProcessOffsets(ctx, m("o1", "poison3", "o3"), ocp)
+	if err != nil || ores[0].Outcome != P || ores[1].Outcome != X || saved < 2 {
+		t.Fatalf("offsets: %v, saved %d, %v", ores, saved, err)
+	}
 	rows, _ := d.Pool().Query(ctx, "SELECT message_id FROM effects ORDER BY 1")
 	effects, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(effects, " "); got != "a b c d e f g h" {
+	if got := strings.Join(effects, " "); got != "a b c d e f g h o1 o3" {
 		t.Errorf("effects %q, want one per processed message", got)
 	}
 	if err := pgstore.Queue(kept, insert, []string{"late"}); err == nil {
