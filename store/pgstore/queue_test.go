@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -105,5 +106,52 @@ CREATE TABLE effects (message_id text NOT NULL CHECK (refuse(message_id)))`)
 	defer tx.Rollback(ctx) //nolint:errcheck // test cleanup
 	if err := pgstore.Queue(tx, insert, []string{"x"}); err == nil {
 		t.Error("Queue on a transaction of the caller's own: no error")
+	}
+}
+
+// TestKeptHandlerTxRefused: a handler that keeps its transaction and uses
+// it after its batch ended gets an error, even when the connection now
+// serves another batch (a pool of one): nothing it runs or queues lands in
+// that batch.
+func TestKeptHandlerTxRefused(t *testing.T) {
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	pool := testdb.PoolIn(t, schema, 1)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE effects (message_id text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept pgx.Tx
+	var keptExec, keptQueue error
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			if kept == nil {
+				kept = tx
+			} else {
+				_, keptExec = kept.Exec(ctx, "INSERT INTO effects VALUES ('stray')")
+				keptQueue = pgstore.Queue(kept, "INSERT INTO effects VALUES ('stray')")
+			}
+			return pgstore.Queue(tx, "INSERT INTO effects VALUES ($1)", m.ID)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if got := outcomes(t, p, &txinbox.Message{ID: id, Payload: []byte(id)}); got[0] != txinbox.Processed {
+			t.Fatalf("%s: %v", id, got)
+		}
+	}
+	if keptExec == nil || keptQueue == nil {
+		t.Errorf("the ended batch's transaction, used in the next batch: Exec %v, Queue %v; want errors", keptExec, keptQueue)
+	}
+	if n := count(t, d, "SELECT count(*) FROM effects WHERE message_id = 'stray'"); n != 0 {
+		t.Errorf("%d stray effects committed by the next batch", n)
 	}
 }
