@@ -75,14 +75,8 @@ func (b *batch) refused() bool {
 func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 	b := &batch{slots: make([]slot, len(msgs)), items: make([]*item, 0, len(msgs))}
 	seen := make(map[store.Key]*item, len(msgs))
-	now := p.cfg.Now()
+	p.fillDefaults(msgs)
 	for i, m := range msgs {
-		if m.Scope == "" {
-			m.Scope = p.cfg.Scope
-		}
-		if m.ReceivedAt.IsZero() {
-			m.ReceivedAt = now
-		}
 		h := m.PayloadHash()
 		hash := h[:]
 		var refuse *noIDMessage

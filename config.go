@@ -20,7 +20,9 @@ type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *Message) error
 // once, inside the inbox's transaction, so a user can write them with one
 // multi-row statement. Duplicates, drift and dead letters are never passed.
 // If it fails, the batch is redone calling it with one message at a time, to
-// find the message at fault.
+// find the message at fault. With pgstore, statements whose results it does
+// not need can be queued with pgstore.Queue: they travel with the COMMIT,
+// one round trip less per batch.
 type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*Message) error
 
 // BackoffFunc returns how long to wait before redelivering a message that

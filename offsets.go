@@ -253,7 +253,10 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		if err == nil {
 			ob.done = len(ob.msgs)
 		}
-		return err
+		if qe := (*store.QueuedStatementError)(nil); !errors.As(err, &qe) {
+			return err
+		}
+		herr = err // a handler's queued statement failed: found as a handler's error
 	}
 	if _, err := p.rollbackFailed(ctx, tx, herr); err != nil {
 		return err
@@ -302,7 +305,7 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		if err := tx.Savepoint(ctx); err != nil {
 			return err
 		}
-		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), ob.msgs[i:i+1]))
+		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, ob.msgs[i]))
 		if herr == nil {
 			if err := tx.ReleaseSavepoint(ctx); err != nil {
 				return err

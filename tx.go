@@ -61,7 +61,12 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 		for _, it := range fresh {
 			it.res = Result{Outcome: Processed}
 		}
-		return p.commit(ctx, tx, b)
+		// A statement a handler queued fails at the commit (in its
+		// round trip): a handler's failure, redone with savepoints.
+		var qe *store.QueuedStatementError
+		if herr = p.commit(ctx, tx, b); !errors.As(herr, &qe) {
+			return herr
+		}
 	}
 	up, err := p.rollbackFailed(ctx, tx, herr)
 	if err != nil {
@@ -221,7 +226,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	}
 	if claims[0].Status == store.ClaimNew {
 		handlerStart := time.Now()
-		herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{it.msg}))
+		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, it.msg))
 		b.handlerTime += time.Since(handlerStart)
 		if df := (*dbFault)(nil); errors.As(herr, &df) {
 			if !p.answers(ctx, herr) {
@@ -251,6 +256,19 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	return false, tx.ReleaseSavepoint(ctx)
 }
 
+// callFlushed runs the handler of one message under its savepoint and
+// sends the statements it queued (store.StatementQueue) before the
+// savepoint is released, so that their failure is its own.
+func (p *Processor[TTx]) callFlushed(ctx context.Context, tx store.Tx[TTx], m *Message) error {
+	if err := p.callHandler(ctx, tx.Tx(), []*Message{m}); err != nil {
+		return err
+	}
+	if sq, ok := tx.(store.StatementQueue); ok {
+		return sq.FlushQueued(ctx)
+	}
+	return nil
+}
+
 // errNoEffectClaimer says that the store cannot run Config.Effect.
 var errNoEffectClaimer = errors.New("txinbox: Config.Effect: the store's transactions do not implement store.EffectClaimer")
 
@@ -268,11 +286,22 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*i
 	if !ok {
 		return nil, errNoEffectClaimer
 	}
+	return ec.ClaimWithEffect(ctx, effectRows(items), p.cfg.Effect.Statements)
+}
+
+// effectRows are the claim rows of items with what a declarative effect
+// reads of their messages.
+func effectRows(items []*item) []store.EffectRow {
 	rows := make([]store.EffectRow, len(items))
 	for i, it := range items {
 		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
 	}
-	return ec.ClaimWithEffect(ctx, rows, p.cfg.Effect.Statements)
+	return rows
+}
+
+// storeCheckpoint is the checkpoint of b's partition at pos.
+func (p *Processor[TTx]) storeCheckpoint(b *batch, pos int64) store.Checkpoint {
+	return store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition, Position: pos}
 }
 
 // planCheckpoint tells a store that can save it with the claim (one
@@ -280,8 +309,7 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*i
 // acked: its last position.
 func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 	if pl, ok := tx.(store.CheckpointPlanner); ok && b.cp != nil && len(b.cp.Positions) > 0 {
-		pl.PlanCheckpoint(store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source, Partition: b.cp.Partition,
-			Position: b.cp.Positions[len(b.cp.Positions)-1]})
+		pl.PlanCheckpoint(p.storeCheckpoint(b, b.cp.Positions[len(b.cp.Positions)-1]))
 	}
 }
 
@@ -291,12 +319,8 @@ func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 // is recorded afterwards, in a transaction of its own; should that fail,
 // Process fails, nothing is acked and the redelivery records it.
 func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
-	rows := make([]store.EffectRow, len(b.items))
-	for i, it := range b.items {
-		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
-	}
 	start := time.Now()
-	claims, err := ec.CommitEffect(ctx, rows, p.cfg.Effect.Statements, nil)
+	claims, err := ec.CommitEffect(ctx, effectRows(b.items), p.cfg.Effect.Statements, nil)
 	b.commitTime = time.Since(start)
 	if err != nil {
 		return err
@@ -393,8 +417,7 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 		}
 	}
 	if pos, ok := b.checkpoint(); ok {
-		if err := tx.SaveCheckpoint(ctx, store.Checkpoint{Scope: p.cfg.Scope, Source: b.cp.Source,
-			Partition: b.cp.Partition, Position: pos}); err != nil {
+		if err := tx.SaveCheckpoint(ctx, p.storeCheckpoint(b, pos)); err != nil {
 			return err
 		}
 	}

@@ -292,3 +292,30 @@ type EffectCommitter interface {
 type CheckpointPlanner interface {
 	PlanCheckpoint(cp Checkpoint)
 }
+
+// StatementQueue is the optional Tx interface of a store whose handlers
+// can queue statements to run with the commit, in its round trip
+// (pgstore.Queue): Commit sends them first, and a failure of one is a
+// *QueuedStatementError.
+type StatementQueue interface {
+	// FlushQueued sends the statements queued so far, now: the processor
+	// calls it after each handler it runs under a savepoint, so that a
+	// failing statement fails its own message. It returns a
+	// *QueuedStatementError when one fails.
+	FlushQueued(ctx context.Context) error
+}
+
+// QueuedStatementError is the error of Commit or FlushQueued when a
+// statement a handler queued failed: the handler's failure, not the
+// database's. The transaction is rolled back.
+type QueuedStatementError struct {
+	// Index is the statement's place among those sent together.
+	Index int
+	Err   error
+}
+
+func (e *QueuedStatementError) Error() string {
+	return "a statement queued by the handler failed: " + e.Err.Error()
+}
+
+func (e *QueuedStatementError) Unwrap() error { return e.Err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ const EffectSQL = "new_messages(scope text, message_id text, source text, source
 var _ store.EffectClaimer = (*pgTx)(nil)
 
 // effectClaim is the claim statement of a declarative effect: classify
-// answers every key (claimClassify's select), otherwise it returns the
+// answers for the keys it does not insert (classifySelect), otherwise it returns the
 // keys it inserted (the plain claim's). The autocommit form (committed)
 // has no commit guard (no handler runs) and saves the checkpoint of
 // parameters $10-$13 when checkpoint is set.
@@ -65,30 +66,46 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 		b.WriteString("\nSELECT scope, message_id FROM txinbox_inserted")
 		return b.String()
 	}
-	b.WriteString(t.Expand(`
-SELECT m.ord, ins.message_id IS NOT NULL,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '') END
-FROM txinbox_batch m
-LEFT JOIN txinbox_inserted ins ON ins.scope = m.scope AND ins.message_id = m.message_id`))
+	b.WriteString(classifySelect(t, "txinbox_batch m"))
 	return b.String()
 }
 
 // effectForm names one of the forms of an effect's claim.
 type effectForm struct{ classify, committed, checkpoint bool }
 
-// effectQuery returns the claim of the effect's statements in a form,
-// cached.
-func (q *queries) effectQuery(statements []string, f effectForm) string {
-	key := fmt.Sprint(f, len(statements), "\x00", strings.Join(statements, "\x00"))
-	if v, ok := q.effects.Load(key); ok {
-		return v.(string)
+// index numbers the forms, for queries.recent.
+func (f effectForm) index() int {
+	i := 0
+	for bit, on := range []bool{f.classify, f.committed, f.checkpoint} {
+		if on {
+			i |= 1 << bit
+		}
 	}
-	v := effectClaim(q.tables, statements, f.classify, f.committed, f.checkpoint)
-	q.effects.Store(key, v)
-	return v
+	return i
+}
+
+// recentEffect is the claim last built or found for one form.
+type recentEffect struct {
+	statements []string
+	sql        string
+}
+
+// effectQuery returns the claim of the effect's statements in a form,
+// cached: the statements last used in that form are compared without
+// allocating (a processor has one effect), others are found by key.
+func (q *queries) effectQuery(statements []string, f effectForm) string {
+	slot := &q.recent[f.index()]
+	if r := slot.Load(); r != nil && slices.Equal(r.statements, statements) {
+		return r.sql
+	}
+	key := fmt.Sprint(f, len(statements), "\x00", strings.Join(statements, "\x00"))
+	v, ok := q.effects.Load(key)
+	if !ok {
+		v = effectClaim(q.tables, statements, f.classify, f.committed, f.checkpoint)
+		q.effects.Store(key, v)
+	}
+	slot.Store(&recentEffect{statements: slices.Clone(statements), sql: v.(string)})
+	return v.(string)
 }
 
 var errEffectPartitioned = errors.New("pgstore: txinbox.Config.Effect is not available on the partitioned layout (use a handler)")

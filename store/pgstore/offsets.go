@@ -44,8 +44,6 @@ func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previ
 	b := &pgx.Batch{}
 	b.BeginTx(txOptions)
 	b.Queue(t.q.advance, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&n) })
-	br := t.pool.SendBatch(ctx, b)
-	t.tx = br.Tx() // rolled back (or closed) by the caller on error
-	err := br.Close()
+	err := t.sendFirst(ctx, b)
 	return n == 1, err
 }

@@ -23,6 +23,7 @@ type queries struct {
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
+	recent  *[8]atomic.Pointer[recentEffect]
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -50,10 +51,37 @@ const guardCTE = `WITH guard AS (INSERT INTO {tx_guard} AS g (backend_pid) VALUE
 // simple protocol).
 const commitSQL = "SELECT set_config('txinbox.commit', 'on', true); COMMIT"
 
+// classifySelect ends a claim whose insert is the CTE txinbox_inserted:
+// it returns, for each key of the batch (from, with its ordinal ord) that
+// the insert did not insert, the payload hash stored in the inbox or else
+// in the dead-letter table, as the claim's snapshot saw them; the keys it
+// does not return were inserted (classifyClaimed).
+//
+// The SELECT shares the INSERT's snapshot: it does not see the rows just
+// inserted (hence the anti-join on txinbox_inserted), nor a conflicting
+// row that a concurrent transaction committed after the snapshot was
+// taken (ON CONFLICT waited for it, then skipped the key). Such a key
+// comes back with neither hash and goes to the lookup statement, whose
+// snapshot is newer. The dead letters are probed only for keys the inbox
+// does not hold: of a key in both, classifySeen takes the inbox's hash
+// anyway. OFFSET 0 keeps the inbox probe from being planned twice.
+func classifySelect(t schema.Tables, from string) string {
+	return t.Expand(`
+SELECT s.ord, s.hash,
+       CASE WHEN s.hash IS NULL THEN
+            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = s.scope AND d.message_id = s.message_id AND d.message_id <> '') END
+FROM (SELECT m.ord, m.scope, m.message_id,
+             (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) AS hash
+      FROM ` + from + `
+      WHERE NOT EXISTS (SELECT 1 FROM txinbox_inserted ins WHERE ins.scope = m.scope AND ins.message_id = m.message_id)
+      OFFSET 0) s`)
+}
+
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
 		tables:     t,
 		effects:    new(sync.Map),
+		recent:     new([8]atomic.Pointer[recentEffect]),
 		duplicates: new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
@@ -68,21 +96,13 @@ WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.m
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
 RETURNING scope, message_id`),
-		// claimClassify is the same claim answering for every key:
-		// inserted, or already in the inbox (its stored hash), or
-		// dead-lettered, so that a batch with duplicates costs one round
-		// trip too, but every batch a little more server time (used while
-		// batches have duplicates: see pgTx.Claim).
-		//
-		// The outer SELECT shares the INSERT's snapshot: it does not see
-		// the rows just inserted (hence the join on ins), nor a conflicting
-		// row that a concurrent transaction committed after the snapshot
-		// was taken (ON CONFLICT waited for it, then skipped the key). Such
-		// a key comes back neither inserted, found nor dead-lettered, and
-		// goes to the lookup statement, whose snapshot is newer. The CASEs
-		// keep the probes off the inserted keys.
-		claimClassify: t.Expand(guardCTE + `,
-ins AS (
+		// claimClassify is the same claim answering for every key it
+		// did not insert (classifySelect), so that a batch with
+		// duplicates costs one round trip too, but every batch a little
+		// more server time (used while batches have duplicates: see
+		// pgTx.Claim).
+		claimClassify: t.Expand(guardCTE+`,
+txinbox_inserted AS (
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -90,14 +110,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::byte
 WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
-RETURNING scope, message_id)
-SELECT m.ord, ins.message_id IS NOT NULL,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) END,
-       CASE WHEN ins.message_id IS NULL THEN
-            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '') END
-FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
-LEFT JOIN ins ON ins.scope = m.scope AND ins.message_id = m.message_id`),
+RETURNING scope, message_id)`) + classifySelect(t, "unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)"),
 		// A new statement, so a new READ COMMITTED snapshot: it sees the
 		// rows of the transactions the claim waited for. Only the keys the
 		// claim did not answer are looked up: after claimClassify, usually

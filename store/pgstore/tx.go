@@ -20,9 +20,16 @@ import (
 // travels in the same round trip (pgx.Batch.BeginTx), so a batch costs
 // one round trip less.
 type pgTx struct {
-	pool   *pgxpool.Pool
-	tx     pgx.Tx // nil until begun
-	htx    *handlerTx
+	pool *pgxpool.Pool
+	// conn is the transaction's connection, held from its first
+	// statement until it ends; tx is the transaction on it (nil until
+	// begun, and again once ended).
+	conn *pgxpool.Conn
+	tx   pgx.Tx
+	htx  *handlerTx
+	// queue holds the statements handlers queued (Queue) that have not
+	// been sent yet: they travel with the COMMIT (queue.go).
+	queue  []queued
 	q      *queries
 	layout *layout
 	// plan is the checkpoint the claim saves, if planned; saved is it
@@ -49,7 +56,7 @@ var txOptions = pgx.TxOptions{CommitQuery: commitSQL}
 // the claim began the transaction.
 func (t *pgTx) Tx() pgx.Tx {
 	if t.htx == nil || t.htx.Tx != t.tx {
-		t.htx = &handlerTx{Tx: t.tx}
+		t.htx = &handlerTx{Tx: t.tx, owner: t}
 	}
 	return t.htx
 }
@@ -63,13 +70,16 @@ func (t *pgTx) Tx() pgx.Tx {
 // through Conn() are not guarded).
 type handlerTx struct {
 	pgx.Tx
+	owner *pgTx
 	ended string
 }
 
 var errTxEnded = errors.New("pgstore: the batch transaction has ended (a handler ran COMMIT or ROLLBACK as SQL): statement refused")
 
-// open reports whether the transaction is still open: local state.
-func (h *handlerTx) open() bool { return h.Tx.Conn().PgConn().TxStatus() != 'I' }
+// open reports whether the transaction is still open: local state. A
+// handler that kept its transaction after the batch ended finds it ended
+// (its connection may serve another batch by then).
+func (h *handlerTx) open() bool { return h.owner.tx == h.Tx && h.Tx.Conn().PgConn().TxStatus() != 'I' }
 
 func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if !h.open() {
@@ -181,8 +191,14 @@ func (t *pgTx) begin(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	tx, err := t.pool.BeginTx(ctx, txOptions)
+	c, err := t.pool.Acquire(ctx)
 	if err != nil {
+		return err
+	}
+	t.conn = c
+	tx, err := c.BeginTx(ctx, txOptions)
+	if err != nil {
+		t.release()
 		return err
 	}
 	t.tx = tx
@@ -302,29 +318,51 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 		b.Queue(lockPeriodShared, t.layout.periodLock)
 	}
 	b.Queue(claim, args...).Query(scan)
-	br := t.pool.SendBatch(ctx, b)
+	return t.sendFirst(ctx, b)
+}
+
+// sendFirst sends b, the transaction's first round trip (it begins with
+// pgx.Batch.BeginTx), on a connection the transaction holds until it
+// ends, and closes its results.
+func (t *pgTx) sendFirst(ctx context.Context, b *pgx.Batch) error {
+	c, err := t.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	t.conn = c
+	br := c.SendBatch(ctx, b)
 	t.tx = br.Tx() // rolled back (or closed) by the caller on error
 	return br.Close()
 }
 
-// classifyClaimed scans claimClassify, one row per key: its
-// ordinal, whether it was inserted, and otherwise the stored hash and
-// whether it is dead-lettered, as the claim's snapshot saw them. A key
-// with none of these stays unanswered, for the lookup.
+// release hands the connection back to the pool once the transaction
+// ended (the pool closes it if it is not idle).
+func (t *pgTx) release() {
+	t.tx, t.queue = nil, nil
+	if t.conn != nil {
+		t.conn.Release()
+		t.conn = nil
+	}
+}
+
+// classifyClaimed scans a claim ending in classifySelect: one row per
+// key it did not insert, with its ordinal and the stored hashes its
+// snapshot saw (a key with neither stays unanswered, for the lookup);
+// the keys it does not return were inserted.
 func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
+		for i := range res {
+			res[i].Status = store.ClaimNew
+		}
 		var ord int
-		var inserted bool
 		var hash, dead []byte
-		_, err := pgx.ForEachRow(rs, []any{&ord, &inserted, &hash, &dead}, func() error {
+		_, err := pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
 			if ord < 1 || ord > len(res) {
 				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
 			}
-			if r := &res[ord-1]; inserted {
-				r.Status = store.ClaimNew
-			} else {
-				classifySeen(r, hash, dead)
-			}
+			r := &res[ord-1]
+			r.Status = 0
+			classifySeen(r, hash, dead)
 			return nil
 		})
 		return err
@@ -432,6 +470,7 @@ func (t *pgTx) Savepoint(ctx context.Context) error {
 }
 
 func (t *pgTx) RollbackToSavepoint(ctx context.Context) error {
+	t.queue = nil // the failed handler's statements
 	_, err := t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT txinbox_message")
 	return err
 }
@@ -441,19 +480,27 @@ func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
 	return err
 }
 
-// Commit commits; a transaction that never began has nothing to commit.
+// Commit commits, in one round trip with the statements handlers queued
+// (queue.go); a transaction that never began (or ended) has nothing to
+// commit.
 func (t *pgTx) Commit(ctx context.Context) error {
 	if t.tx == nil {
 		return nil
 	}
+	defer t.release()
+	if len(t.queue) > 0 {
+		return t.commitQueued(ctx)
+	}
 	return t.tx.Commit(ctx)
 }
 
-// Rollback rolls back; a transaction that never began has nothing to undo.
+// Rollback rolls back; a transaction that never began (or ended) has
+// nothing to undo.
 func (t *pgTx) Rollback(ctx context.Context) error {
 	if t.tx == nil {
 		return nil
 	}
+	defer t.release()
 	return t.tx.Rollback(ctx)
 }
 

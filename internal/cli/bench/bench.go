@@ -106,7 +106,7 @@ func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
 	clikit.IntFlag(fs, &o.batch, "batch", 100, 1, "messages per transaction")
 	clikit.IntFlag(fs, &o.conns, "conns", 4, 1, "connections for the ceiling and txinbox scenarios")
 	fs.StringVar(dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
-	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-one-row, seed, seed16, txinbox, declarative, light, "+
+	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-full-row, ceiling-one-row, seed, seed16, txinbox, declarative, light, "+
 		"sqlite, e2e-kafka, kafka-watermark, scale-out, purge); default all but purge")
 	c.scaleOut = fs.String("scale-out", "1,2,3", "scale-out: serve process counts in one Kafka group")
 	clikit.Int64Flag(fs, &o.scaleRecords, "scale-out-records", 60_000, 1000, "scale-out: the backlog each drain starts from")
@@ -197,7 +197,7 @@ func (o *benchOptions) parse(dups, only string) error {
 		}
 		o.dups = append(o.dups, f)
 	}
-	all := []string{"ceiling", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "sqlite", "e2e-kafka",
+	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "sqlite", "e2e-kafka",
 		"kafka-watermark", "scale-out", "purge"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {

@@ -15,7 +15,7 @@ import (
 func TestBenchSmoke(t *testing.T) {
 	testdb.Require(t)
 	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--batch", "10", "--json",
-		"--only", "ceiling,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
+		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
 		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--serve-bin", clitest.Bin())
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, errs)
@@ -23,6 +23,7 @@ func TestBenchSmoke(t *testing.T) {
 	var rep struct {
 		Ceiling           float64 `json:"ceiling_msgs_per_s"`
 		CeilingOneRow     float64 `json:"ceiling_one_row_msgs_per_s"`
+		TxinboxVsFullRow  float64 `json:"txinbox_vs_full_row_ceiling"`
 		Seed              float64 `json:"seed_msgs_per_s"`
 		Txinbox           float64 `json:"txinbox_msgs_per_s"`
 		Declarative       float64 `json:"txinbox_declarative_msgs_per_s"`
@@ -52,12 +53,12 @@ func TestBenchSmoke(t *testing.T) {
 	for name, v := range map[string]float64{"ceiling": rep.Ceiling, "ceiling-one-row": rep.CeilingOneRow, "seed": rep.Seed,
 		"txinbox": rep.Txinbox, "declarative": rep.Declarative, "e2e-kafka": rep.Kafka, "kafka-watermark": rep.Watermark,
 		"ceiling at 30%": rep.Ceiling30, "e2e-kafka at 30%": rep.Kafka30, "declarative at 30%": rep.Declarative30,
-		"kafka-watermark / one-row ceiling": rep.WatermarkVsOneRow} {
+		"kafka-watermark / one-row ceiling": rep.WatermarkVsOneRow, "txinbox / full-row ceiling": rep.TxinboxVsFullRow} {
 		if v <= 0 {
 			t.Errorf("%s: %v in the report", name, v)
 		}
 	}
-	if len(rep.Results) != 16 || len(rep.ScaleOut) != 2 || rep.ScaleOut[1].Processes != 2 || rep.ScaleOut[1].MsgsPerSec <= 0 {
+	if len(rep.Results) != 18 || len(rep.ScaleOut) != 2 || rep.ScaleOut[1].Processes != 2 || rep.ScaleOut[1].MsgsPerSec <= 0 {
 		t.Fatalf("report = %s", out)
 	}
 	for _, r := range rep.Results {

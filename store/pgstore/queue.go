@@ -1,0 +1,133 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/txinbox/txinbox/store"
+)
+
+// queued is a statement a handler queued with Queue.
+type queued struct {
+	sql  string
+	args []any
+}
+
+var errNotBatchTx = errors.New("pgstore.Queue: tx is not the batch transaction a handler was given")
+
+// Queue queues a statement in tx, the batch transaction a handler was
+// given, to run after the handler returns, in the same round trip as the
+// batch's COMMIT: a BatchHandler that writes its effects with one queued
+// statement costs the batch two round trips (BEGIN with the claim, then
+// the statement with the COMMIT) instead of three.
+//
+// Statements run in the order queued, after every statement the handler
+// ran directly (Exec, Query) and before the commit; their results are not
+// returned, only their errors. If one fails, the transaction rolls back
+// and the batch is redone a message at a time, each message's statements
+// sent right after its handler, under its savepoint: the failure then
+// fails that message alone, like an error its handler returned. args are
+// read when the statement is sent: do not change them after queueing
+// (as with pgx.Batch).
+//
+// Queue returns an error, and queues nothing, when tx is not the
+// transaction handed to the running handler or that transaction has ended.
+// For example:
+//
+//	func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+//		ids := make([]string, len(msgs))
+//		for i, m := range msgs {
+//			ids[i] = m.ID
+//		}
+//		return pgstore.Queue(tx, "INSERT INTO invoices (message_id) SELECT unnest($1::text[])", ids)
+//	}
+func Queue(tx pgx.Tx, sql string, args ...any) error {
+	h, ok := tx.(*handlerTx)
+	if !ok {
+		return errNotBatchTx
+	}
+	if !h.open() {
+		return errTxEnded
+	}
+	h.owner.queue = append(h.owner.queue, queued{sql: sql, args: args})
+	return nil
+}
+
+var _ store.StatementQueue = (*pgTx)(nil)
+
+// FlushQueued implements store.StatementQueue: the queued statements are
+// sent now, in one round trip.
+func (t *pgTx) FlushQueued(ctx context.Context) error {
+	if len(t.queue) == 0 || t.tx == nil {
+		return nil
+	}
+	b := &pgx.Batch{}
+	n := t.queueInto(b)
+	br := t.tx.SendBatch(ctx, b)
+	return closeQueued(br, n, nil)
+}
+
+// queueInto moves the queued statements into b and returns how many.
+func (t *pgTx) queueInto(b *pgx.Batch) int {
+	for _, q := range t.queue {
+		b.Queue(q.sql, q.args...)
+	}
+	n := len(t.queue)
+	t.queue = nil
+	return n
+}
+
+// commitSetting is the first half of commitSQL, for the extended
+// protocol (one statement per query).
+const commitSetting = "SELECT set_config('txinbox.commit', 'on', true)"
+
+// commitQueued sends the queued statements and the COMMIT in one round
+// trip. If a statement fails, those after it and the COMMIT are skipped
+// (the pipeline's rule), and the transaction is rolled back here.
+func (t *pgTx) commitQueued(ctx context.Context) error {
+	b := &pgx.Batch{}
+	n := t.queueInto(b)
+	b.Queue(commitSetting)
+	b.Queue("COMMIT")
+	br := t.tx.SendBatch(ctx, b)
+	err := closeQueued(br, n, func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+		return err
+	})
+	if err != nil && t.tx.Conn().PgConn().TxStatus() != 'I' {
+		return errors.Join(err, t.tx.Rollback(context.WithoutCancel(ctx)))
+	}
+	return err
+}
+
+// closeQueued reads the results of n queued statements, then runs rest
+// (the statements after them), and closes br. A queued statement's error
+// that the server reports comes back as a *store.QueuedStatementError
+// (a lost connection stays the database's failure).
+func closeQueued(br pgx.BatchResults, n int, rest func() error) error {
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		if _, e := br.Exec(); e != nil {
+			err = e
+			if pe := (*pgconn.PgError)(nil); errors.As(e, &pe) {
+				err = &store.QueuedStatementError{Index: i, Err: e}
+			}
+		}
+	}
+	if err == nil && rest != nil {
+		err = rest()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
