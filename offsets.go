@@ -36,6 +36,17 @@ type OffsetCheckpoint struct {
 	// what Checkpoints returned, or the last ProcessOffsets; -1 when none
 	// is saved.
 	Saved int64
+	// DeadLettered, when set, is called with the index (into the
+	// messages) and Result of each message that this call dead-letters,
+	// after its dead letter committed and before the checkpoint moves
+	// past it: a source copies the message to a dead-letter destination
+	// there (Kafka's dead-letter topic). Should the process die between
+	// the two, the message runs again after the restart and is
+	// dead-lettered and handed to DeadLettered again: at least once. An
+	// error keeps the checkpoint before the message, which becomes a
+	// Retry carrying the error. Defaults to nil: the checkpoint moves
+	// past a dead letter at once.
+	DeadLettered func(ctx context.Context, index int, res Result) error
 }
 
 // ErrCheckpointMoved is returned by ProcessOffsets when the partition's
@@ -79,7 +90,8 @@ func (p *Processor[TTx]) ProcessOffsets(ctx context.Context, msgs []*Message, cp
 	}
 	for start < len(msgs) {
 		end := min(start+p.cfg.MaxBatchSize, len(msgs))
-		ob := &offsetBatch{src: cp.Source, part: cp.Partition, msgs: msgs[start:end], pos: cp.Positions[start:end], res: results[start:end]}
+		ob := &offsetBatch{src: cp.Source, part: cp.Partition, msgs: msgs[start:end], pos: cp.Positions[start:end],
+			res: results[start:end], first: start, deadLettered: cp.DeadLettered}
 		acked, err := p.processOffsetBatch(ctx, ob, &saved)
 		if err != nil {
 			return results, saved, err
@@ -101,6 +113,10 @@ type offsetBatch struct {
 	msgs      []*Message
 	pos       []int64
 	res       []Result
+	// first is the index of msgs[0] in ProcessOffsets' messages, for
+	// deadLettered (OffsetCheckpoint.DeadLettered).
+	first        int
+	deadLettered func(ctx context.Context, index int, res Result) error
 	// done is how many leading messages the transaction committed;
 	// culprit the index of the message that failed (-1: none) with its
 	// error.
@@ -197,7 +213,15 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	}
 	// Dead-lettered now, or (an inbox row of the key from before this
 	// mode) a duplicate or drift: acked either way, so the checkpoint
-	// moves past it; a Retry alone holds the partition.
+	// moves past it; a Retry alone holds the partition. A dead letter's
+	// copy goes out first: once the checkpoint is past it, nothing would
+	// run it again.
+	if it.res.Outcome == DeadLettered && ob.deadLettered != nil {
+		if err := ob.deadLettered(ctx, ob.first+ob.culprit, it.res); err != nil {
+			ob.res[ob.culprit] = Result{Outcome: Retry, Err: err, RetryAfter: p.cfg.Backoff(1)}
+			return ob.done, nil
+		}
+	}
 	if err := p.skipDeadLetter(ctx, ob, *saved); err != nil {
 		// Not acked: redelivered, it fails again and is found
 		// dead-lettered (RecordFailures does not store it twice).
