@@ -268,7 +268,7 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 	handlerStart := time.Now()
-	herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), ob.msgs))
+	culprit, herr := p.offsetsOptimistic(ctx, tx, ob.msgs)
 	info.HandlerDuration = time.Since(handlerStart)
 	if herr == nil {
 		commitStart := time.Now()
@@ -283,7 +283,29 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		return err
 	}
 	info.Redone = true
-	return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+	if culprit < 0 { // a BatchHandler failed: which message is not known
+		return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+	}
+	// The failing message does not run again in this batch (a failure
+	// that passes would otherwise go uncounted): the messages before it
+	// are redone, and it is the culprit unless one of them fails now.
+	ob.culprit, ob.herr = culprit, herr
+	return p.offsetPrefix(ctx, ob, saved, culprit)
+}
+
+// offsetsOptimistic runs the handlers of a batch in its transaction and,
+// for a per-message Handler, returns the index of the message that failed
+// (-1: none, or a BatchHandler failed).
+func (p *Processor[TTx]) offsetsOptimistic(ctx context.Context, tx store.Tx[TTx], msgs []*Message) (int, error) {
+	if p.cfg.BatchHandler != nil {
+		return -1, p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), msgs))
+	}
+	for i, m := range msgs {
+		if err := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{m})); err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
 }
 
 // beginOffsets begins a transaction of ProcessOffsets by moving the

@@ -132,9 +132,10 @@ func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPar
 	case acked < len(res):
 		pause = max(res[acked].RetryAfter, 0)
 	}
-	// With offsets as the inbox the copies went out before the watermark
-	// moved past them (processOffsets).
-	if n, derr := c.produceDeadLetters(ctx, cl, recs[:acked], res[:acked]); !watermark && derr != nil {
+	if watermark {
+		return acked, pause // the copies went out before the watermark moved past them (processOffsets)
+	}
+	if n, derr := c.produceDeadLetters(ctx, cl, recs[:acked], res[:acked]); derr != nil {
 		acked, pause = n, c.batchFailed(ctx, tp, derr)
 	}
 	return acked, pause
