@@ -213,16 +213,8 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	}
 	// Dead-lettered now, or (an inbox row of the key from before this
 	// mode) a duplicate or drift: acked either way, so the checkpoint
-	// moves past it; a Retry alone holds the partition. A dead letter's
-	// copy goes out first: once the checkpoint is past it, nothing would
-	// run it again.
-	if it.res.Outcome == DeadLettered && ob.deadLettered != nil {
-		if err := ob.deadLettered(ctx, ob.first+ob.culprit, it.res); err != nil {
-			ob.res[ob.culprit] = Result{Outcome: Retry, Err: err, RetryAfter: p.cfg.Backoff(1)}
-			return ob.done, nil
-		}
-	}
-	if err := p.skipDeadLetter(ctx, ob, *saved); err != nil {
+	// moves past it; a Retry alone holds the partition.
+	if err := p.movePast(ctx, ob, *saved, it.res); err != nil {
 		// Not acked: redelivered, it fails again and is found
 		// dead-lettered (RecordFailures does not store it twice).
 		ob.res[ob.culprit] = Result{Outcome: Retry, Err: err, RetryAfter: p.cfg.Backoff(1)}
@@ -230,6 +222,18 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	}
 	*saved = ob.pos[ob.culprit]
 	return ob.done + 1, nil
+}
+
+// movePast hands a dead-lettered culprit to OffsetCheckpoint.DeadLettered,
+// then moves the checkpoint past it. The copy goes out first: once the
+// checkpoint is past the message, nothing would run it again.
+func (p *Processor[TTx]) movePast(ctx context.Context, ob *offsetBatch, saved int64, res Result) error {
+	if res.Outcome == DeadLettered && ob.deadLettered != nil {
+		if err := ob.deadLettered(ctx, ob.first+ob.culprit, res); err != nil {
+			return err
+		}
+	}
+	return p.skipDeadLetter(ctx, ob, saved)
 }
 
 // skipDeadLetter moves the checkpoint past the dead-lettered culprit.

@@ -69,14 +69,7 @@ func (c *Consumer) handlePoll(ctx context.Context, cl *kgo.Client, fetches kgo.F
 			c.commit(ctx, cl, outs)
 			c.rewind(cl, outs)
 		}
-		if p.mayRefill(ctx) {
-			//lint:ignore SA1012 a nil context is kgo's poll that does not wait
-			f := cl.PollRecords(nil, c.cfg.MaxPollRecords)
-			if refused := c.fetchErrors(ctx, f); refused != nil && p.refused == nil {
-				p.refused = refused
-			}
-			p.add(f)
-		}
+		p.refill(ctx)
 	}
 	// Offsets whose commit failed before, or that an assignment made
 	// pending (resumed after the watermark), are committed even by a poll
@@ -155,6 +148,20 @@ func (p *pipeline) finished(o partitionOutcome) []partitionOutcome {
 		}
 	}
 	return outs
+}
+
+// refill takes what the client fetched meanwhile, without waiting, when
+// mayRefill says so.
+func (p *pipeline) refill(ctx context.Context) {
+	if !p.mayRefill(ctx) {
+		return
+	}
+	//lint:ignore SA1012 a nil context is kgo's poll that does not wait
+	f := p.cl.PollRecords(nil, p.c.cfg.MaxPollRecords)
+	if refused := p.c.fetchErrors(ctx, f); refused != nil && p.refused == nil {
+		p.refused = refused
+	}
+	p.add(f)
 }
 
 // mayRefill reports whether to take what the client fetched meanwhile: a
