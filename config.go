@@ -50,7 +50,9 @@ type Config[TTx any] struct {
 	// slices. Defaults to 100; at most 5000.
 	MaxBatchSize int
 	// Linger is how long Submit waits for more messages before it flushes a
-	// batch that is not full. Defaults to 2ms.
+	// batch that is not full, when every other batch slot (Concurrency) is
+	// busy; with a slot free it flushes what is waiting at once, adding no
+	// wait to light traffic. Defaults to 2ms.
 	Linger time.Duration
 	// Concurrency is how many Submit batches may be in flight at once.
 	// Defaults to 4.

@@ -36,6 +36,17 @@ type OffsetCheckpoint struct {
 	// what Checkpoints returned, or the last ProcessOffsets; -1 when none
 	// is saved.
 	Saved int64
+	// DeadLettered, when set, is called with the index (into the
+	// messages) and Result of each message that this call dead-letters,
+	// after its dead letter committed and before the checkpoint moves
+	// past it: a source copies the message to a dead-letter destination
+	// there (Kafka's dead-letter topic). Should the process die between
+	// the two, the message runs again after the restart and is
+	// dead-lettered and handed to DeadLettered again: at least once. An
+	// error keeps the checkpoint before the message, which becomes a
+	// Retry carrying the error. Defaults to nil: the checkpoint moves
+	// past a dead letter at once.
+	DeadLettered func(ctx context.Context, index int, res Result) error
 }
 
 // ErrCheckpointMoved is returned by ProcessOffsets when the partition's
@@ -79,7 +90,8 @@ func (p *Processor[TTx]) ProcessOffsets(ctx context.Context, msgs []*Message, cp
 	}
 	for start < len(msgs) {
 		end := min(start+p.cfg.MaxBatchSize, len(msgs))
-		ob := &offsetBatch{src: cp.Source, part: cp.Partition, msgs: msgs[start:end], pos: cp.Positions[start:end], res: results[start:end]}
+		ob := &offsetBatch{src: cp.Source, part: cp.Partition, msgs: msgs[start:end], pos: cp.Positions[start:end],
+			res: results[start:end], first: start, deadLettered: cp.DeadLettered}
 		acked, err := p.processOffsetBatch(ctx, ob, &saved)
 		if err != nil {
 			return results, saved, err
@@ -101,6 +113,10 @@ type offsetBatch struct {
 	msgs      []*Message
 	pos       []int64
 	res       []Result
+	// first is the index of msgs[0] in ProcessOffsets' messages, for
+	// deadLettered (OffsetCheckpoint.DeadLettered).
+	first        int
+	deadLettered func(ctx context.Context, index int, res Result) error
 	// done is how many leading messages the transaction committed;
 	// culprit the index of the message that failed (-1: none) with its
 	// error.
@@ -198,7 +214,7 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	// Dead-lettered now, or (an inbox row of the key from before this
 	// mode) a duplicate or drift: acked either way, so the checkpoint
 	// moves past it; a Retry alone holds the partition.
-	if err := p.skipDeadLetter(ctx, ob, *saved); err != nil {
+	if err := p.movePast(ctx, ob, *saved, it.res); err != nil {
 		// Not acked: redelivered, it fails again and is found
 		// dead-lettered (RecordFailures does not store it twice).
 		ob.res[ob.culprit] = Result{Outcome: Retry, Err: err, RetryAfter: p.cfg.Backoff(1)}
@@ -206,6 +222,18 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	}
 	*saved = ob.pos[ob.culprit]
 	return ob.done + 1, nil
+}
+
+// movePast hands a dead-lettered culprit to OffsetCheckpoint.DeadLettered,
+// then moves the checkpoint past it. The copy goes out first: once the
+// checkpoint is past the message, nothing would run it again.
+func (p *Processor[TTx]) movePast(ctx context.Context, ob *offsetBatch, saved int64, res Result) error {
+	if res.Outcome == DeadLettered && ob.deadLettered != nil {
+		if err := ob.deadLettered(ctx, ob.first+ob.culprit, res); err != nil {
+			return err
+		}
+	}
+	return p.skipDeadLetter(ctx, ob, saved)
 }
 
 // skipDeadLetter moves the checkpoint past the dead-lettered culprit.
@@ -244,7 +272,7 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 	handlerStart := time.Now()
-	herr := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), ob.msgs))
+	culprit, herr := p.offsetsOptimistic(ctx, tx, ob.msgs)
 	info.HandlerDuration = time.Since(handlerStart)
 	if herr == nil {
 		commitStart := time.Now()
@@ -262,7 +290,29 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		return err
 	}
 	info.Redone = true
-	return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+	if culprit < 0 { // a BatchHandler failed: which message is not known
+		return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+	}
+	// The failing message does not run again in this batch (a failure
+	// that passes would otherwise go uncounted): the messages before it
+	// are redone, and it is the culprit unless one of them fails now.
+	ob.culprit, ob.herr = culprit, herr
+	return p.offsetPrefix(ctx, ob, saved, culprit)
+}
+
+// offsetsOptimistic runs the handlers of a batch in its transaction and,
+// for a per-message Handler, returns the index of the message that failed
+// (-1: none, or a BatchHandler failed).
+func (p *Processor[TTx]) offsetsOptimistic(ctx context.Context, tx store.Tx[TTx], msgs []*Message) (int, error) {
+	if p.cfg.BatchHandler != nil {
+		return -1, p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), msgs))
+	}
+	for i, m := range msgs {
+		if err := p.afterHandler(tx, p.callHandler(ctx, tx.Tx(), []*Message{m})); err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
 }
 
 // beginOffsets begins a transaction of ProcessOffsets by moving the

@@ -2,6 +2,7 @@ package txinbox
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,13 +53,22 @@ func (p *Processor[TTx]) Close() {
 }
 
 func (p *Processor[TTx]) startBatcher() {
+	inFlight := new(atomic.Int32)
 	for range p.cfg.Concurrency {
 		p.workers.Add(1)
-		go p.batchWorker()
+		go p.batchWorker(inFlight)
 	}
 }
 
-func (p *Processor[TTx]) batchWorker() {
+// batchWorker gathers requests into batches and flushes them. It takes
+// what is waiting at once, and lingers for more only when every other
+// worker has a batch in flight (always with Concurrency 1). While a worker
+// is free, the wait would add its whole length to every message's latency
+// and save nothing: the messages that arrive meanwhile go to the free
+// worker, and messages that queue while every worker is busy are taken
+// together by the next worker free. inFlight counts the batches of all
+// workers being processed.
+func (p *Processor[TTx]) batchWorker(inFlight *atomic.Int32) {
 	defer p.workers.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -71,19 +81,43 @@ func (p *Processor[TTx]) batchWorker() {
 		case <-p.closing:
 			return
 		}
-		timer.Reset(p.cfg.Linger)
-	collect:
-		for len(reqs) < p.cfg.MaxBatchSize {
-			select {
-			case r := <-p.reqs:
-				reqs = append(reqs, r)
-			case <-timer.C:
-				break collect
-			}
+		reqs = p.takeWaiting(reqs)
+		if len(reqs) < p.cfg.MaxBatchSize && inFlight.Load() >= int32(p.cfg.Concurrency-1) {
+			reqs = p.linger(reqs, timer)
 		}
-		timer.Stop()
+		inFlight.Add(1)
 		p.flush(reqs)
+		inFlight.Add(-1)
 	}
+}
+
+// takeWaiting adds the requests already waiting, up to a full batch.
+func (p *Processor[TTx]) takeWaiting(reqs []*submitRequest) []*submitRequest {
+	for len(reqs) < p.cfg.MaxBatchSize {
+		select {
+		case r := <-p.reqs:
+			reqs = append(reqs, r)
+		default:
+			return reqs
+		}
+	}
+	return reqs
+}
+
+// linger adds the requests that arrive within Config.Linger, up to a full
+// batch.
+func (p *Processor[TTx]) linger(reqs []*submitRequest, timer *time.Timer) []*submitRequest {
+	timer.Reset(p.cfg.Linger)
+	defer timer.Stop()
+	for len(reqs) < p.cfg.MaxBatchSize {
+		select {
+		case r := <-p.reqs:
+			reqs = append(reqs, r)
+		case <-timer.C:
+			return reqs
+		}
+	}
+	return reqs
 }
 
 // flush processes the gathered requests. A request whose caller has gone

@@ -82,7 +82,9 @@ type Config struct {
 	// Defaults to txinbox.DefaultBackoff.
 	ErrorBackoff txinbox.BackoffFunc
 	// DeadLetterTopic, when set, receives a copy of every dead-lettered
-	// record (after the dead letter committed, before the offset commit),
+	// record (after the dead letter committed, before the offset commit;
+	// with OffsetWatermark before the watermark moves past it, and a
+	// failed produce makes the record a Retry, copied again later),
 	// with the reason in the headers "txinbox-error", "txinbox-topic",
 	// "txinbox-partition" and "txinbox-offset". Defaults to "" (dead
 	// letters stay in the database's dead-letter table only).

@@ -122,25 +122,34 @@ func (c *Consumer) Run(ctx context.Context) error {
 			cl.AllowRebalance()
 			return nil
 		}
-		var refused error
-		fetches.EachError(func(topic string, partition int32, err error) {
-			if refused == nil && refusedForGood(err) {
-				refused = &RefusedError{Topic: topic, Err: err}
-				return
-			}
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				c.cfg.Logger.WarnContext(ctx, "kafka: fetch error", "topic", topic, "partition", partition, "err", err)
-			}
-		})
-		if refused != nil {
+		if refused := c.fetchErrors(ctx, fetches); refused != nil {
 			cl.AllowRebalance()
 			return refused
 		}
 		c.setProcessing(true)
-		c.handlePoll(ctx, cl, fetches)
+		refused := c.handlePoll(ctx, cl, fetches)
 		c.setProcessing(false)
 		cl.AllowRebalance()
+		if refused != nil {
+			return refused
+		}
 	}
+}
+
+// fetchErrors logs the errors of a poll and returns a *RefusedError if the
+// brokers refuse the consumer for good.
+func (c *Consumer) fetchErrors(ctx context.Context, fetches kgo.Fetches) error {
+	var refused error
+	fetches.EachError(func(topic string, partition int32, err error) {
+		if refused == nil && refusedForGood(err) {
+			refused = &RefusedError{Topic: topic, Err: err}
+			return
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			c.cfg.Logger.WarnContext(ctx, "kafka: fetch error", "topic", topic, "partition", partition, "err", err)
+		}
+	})
+	return refused
 }
 
 // setProcessing marks the span between a poll and its AllowRebalance, in
@@ -237,31 +246,6 @@ func (c *Consumer) Joined() bool {
 	}
 	member, generation := cl.GroupMetadata()
 	return member != "" && generation > 0
-}
-
-// handlePoll processes each partition's records of one poll as a batch,
-// partitions in parallel, then commits the offsets of what committed and
-// rewinds (and pauses) the partitions that stopped short.
-func (c *Consumer) handlePoll(ctx context.Context, cl *kgo.Client, fetches kgo.Fetches) {
-	var batches []kgo.FetchTopicPartition
-	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		if len(p.Records) > 0 {
-			batches = append(batches, p)
-		}
-	})
-	outs := make([]partitionOutcome, len(batches))
-	sem := make(chan struct{}, c.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for i, p := range batches {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			outs[i] = c.processPartition(ctx, cl, p)
-		})
-	}
-	wg.Wait()
-	c.commit(ctx, cl, outs)
-	c.rewind(cl, outs)
 }
 
 // state returns the state of a partition, creating it.

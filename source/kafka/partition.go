@@ -110,8 +110,9 @@ func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPar
 	}
 	var res []txinbox.Result
 	var err error
-	if isWatermarkKey(c.cfg.Key) {
-		res, err = c.processOffsets(ctx, tp, msgs, positions)
+	watermark := isWatermarkKey(c.cfg.Key)
+	if watermark {
+		res, err = c.processOffsets(ctx, cl, tp, recs, msgs, positions)
 	} else {
 		res, err = c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
 			Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
@@ -130,6 +131,9 @@ func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPar
 		pause = c.batchFailed(ctx, tp, err)
 	case acked < len(res):
 		pause = max(res[acked].RetryAfter, 0)
+	}
+	if watermark {
+		return acked, pause // the copies went out before the watermark moved past them (processOffsets)
 	}
 	if n, derr := c.produceDeadLetters(ctx, cl, recs[:acked], res[:acked]); derr != nil {
 		acked, pause = n, c.batchFailed(ctx, tp, derr)
@@ -188,15 +192,24 @@ func (c *Consumer) produceDeadLetters(ctx context.Context, cl *kgo.Client, recs 
 		if res[i].Outcome != txinbox.DeadLettered {
 			continue
 		}
-		dl := &kgo.Record{Topic: c.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
-			Headers: append(append([]kgo.RecordHeader(nil), r.Headers...), deadLetterHeaders(r, res[i].Err)...)}
-		if err := cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
-			return i, fmt.Errorf("producing the dead letter of %s/%d/%d to %s: %w",
-				r.Topic, r.Partition, r.Offset, c.cfg.DeadLetterTopic, err)
+		if err := c.produceDeadLetter(ctx, cl, r, res[i].Err); err != nil {
+			return i, err
 		}
-		c.stats.deadLettersProduced.Add(1)
 	}
 	return len(recs), nil
+}
+
+// produceDeadLetter copies one dead-lettered record to the dead-letter
+// topic, with why in its headers.
+func (c *Consumer) produceDeadLetter(ctx context.Context, cl *kgo.Client, r *kgo.Record, why error) error {
+	dl := &kgo.Record{Topic: c.cfg.DeadLetterTopic, Key: r.Key, Value: r.Value,
+		Headers: append(append([]kgo.RecordHeader(nil), r.Headers...), deadLetterHeaders(r, why)...)}
+	if err := cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
+		return fmt.Errorf("producing the dead letter of %s/%d/%d to %s: %w",
+			r.Topic, r.Partition, r.Offset, c.cfg.DeadLetterTopic, err)
+	}
+	c.stats.deadLettersProduced.Add(1)
+	return nil
 }
 
 func deadLetterHeaders(r *kgo.Record, err error) []kgo.RecordHeader {

@@ -49,11 +49,21 @@ type offsetsProcessor interface {
 // after its assignment, then what its own batches saved). When another
 // consumer moved the watermark meanwhile, it reads it again: the records
 // at or below it are acked as duplicates on their next fetch.
-func (c *Consumer) processOffsets(ctx context.Context, tp topicPartition, msgs []*txinbox.Message, positions []int64) ([]txinbox.Result, error) {
-	part := strconv.FormatInt(int64(tp.partition), 10)
-	saved := c.watermark(tp)
-	res, _, err := c.proc.(offsetsProcessor).ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{
-		Source: tp.topic, Partition: part, Positions: positions, Saved: saved})
+//
+// A dead-lettered record is copied to the DeadLetterTopic before the
+// watermark moves past it: once past, nothing would run it again, and a
+// crash between the two would lose the copy. If the copy fails, the
+// record is a Retry: fetched again, dead-lettered again, copied again.
+func (c *Consumer) processOffsets(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record,
+	msgs []*txinbox.Message, positions []int64) ([]txinbox.Result, error) {
+	cp := txinbox.OffsetCheckpoint{Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10),
+		Positions: positions, Saved: c.watermark(tp)}
+	if c.cfg.DeadLetterTopic != "" {
+		cp.DeadLettered = func(ctx context.Context, i int, res txinbox.Result) error {
+			return c.produceDeadLetter(ctx, cl, recs[i], res.Err)
+		}
+	}
+	res, _, err := c.proc.(offsetsProcessor).ProcessOffsets(ctx, msgs, cp)
 	if errors.Is(err, txinbox.ErrCheckpointMoved) {
 		// Read as at assignment: a watermark at or past the partition's
 		// end (left by a deleted topic of the same name) is not taken.

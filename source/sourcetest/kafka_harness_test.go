@@ -65,8 +65,28 @@ var kafkaHarness = sourcetest.Harness{
 	Open: openKafkaBroker,
 }
 
+// kafkaWatermarkHarness runs the suite with offsets as the inbox
+// (kafka.OffsetWatermark): no inbox row, the partition's watermark says
+// what is done. The inbox's ids are the records' offsets, so the published
+// ids, which the suite counts, travel in the message-id header only: the
+// transport's id inputs (a NUL, invalid UTF-8, 5 kB) do not reach the inbox
+// and their tests do not apply.
+var kafkaWatermarkHarness = sourcetest.Harness{
+	Name: "Kafka (kfake), offsets as the inbox",
+	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
+		DeadLetterDestination: true, ResumesAfterCommit: true, BinaryHeaders: true},
+	New: func(t *testing.T) (sourcetest.Broker, string) {
+		return newKafkaBrokerOf(t, true)
+	},
+	Open: openKafkaBroker,
+}
+
 func TestKafkaConformance(t *testing.T) {
 	sourcetest.Run(t, kafkaHarness)
+}
+
+func TestKafkaWatermarkConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaWatermarkHarness)
 }
 
 // kafkaBroker is one topic, its dead-letter topic and the suite's group.
@@ -74,6 +94,8 @@ type kafkaBroker struct {
 	Seeds []string `json:"seeds"`
 	Topic string   `json:"topic"`
 	Group string   `json:"group"`
+	// Watermark keeps offsets as the inbox (kafka.OffsetWatermark).
+	Watermark bool `json:"watermark"`
 	// inbox is the driver and scope of the last in-process consumer, for
 	// the partition watermark (see Pending).
 	mu    sync.Mutex
@@ -90,8 +112,12 @@ func randomName(prefix string) string {
 }
 
 func newKafkaBroker(t *testing.T) (sourcetest.Broker, string) {
+	return newKafkaBrokerOf(t, false)
+}
+
+func newKafkaBrokerOf(t *testing.T, watermark bool) (sourcetest.Broker, string) {
 	t.Helper()
-	b := &kafkaBroker{Seeds: cluster.ListenAddrs(), Topic: randomName("topic-"), Group: randomName("group-")}
+	b := &kafkaBroker{Seeds: cluster.ListenAddrs(), Topic: randomName("topic-"), Group: randomName("group-"), Watermark: watermark}
 	cl, adm := b.admin(t)
 	defer cl.Close()
 	if _, err := adm.CreateTopics(context.Background(), 1, -1, nil, b.Topic, b.deadLetterTopic()); err != nil {
@@ -140,13 +166,17 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 	b.mu.Unlock()
 	session := time.Second // short: a SIGKILLed member leaves the group quickly
 	inbox.Ordered = true   // a failed record holds back its partition
+	var key kafka.Key = kafka.HeaderKey("message-id")
+	if b.Watermark {
+		key, inbox = kafka.OffsetWatermark, publishedIDs(inbox)
+	}
 	proc, err := txinbox.NewProcessor(d, inbox)
 	if err != nil {
 		return err
 	}
 	c, err := kafka.New(proc, kafka.Config{
 		Seeds: b.Seeds, Topics: []string{b.Topic}, Group: b.Group,
-		Key: kafka.HeaderKey("message-id"), DeadLetterTopic: b.deadLetterTopic(),
+		Key: key, DeadLetterTopic: b.deadLetterTopic(),
 		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
 			kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)},
@@ -230,4 +260,50 @@ func (b *kafkaBroker) DeadLetters(ctx context.Context) ([][]byte, error) {
 		})
 	}
 	return bodies, nil
+}
+
+// publishedIDs shows the suite's handler and outcome hooks each message
+// with its published id (the message-id header) as its ID: with offsets as
+// the inbox the inbox's id is the record's offset, while the suite counts
+// effects and outcomes by the ids it published. A record without the
+// header fails permanently, as one without a key does with a header key.
+// Hooks other than outcome hooks are kept as they are.
+func publishedIDs(inbox txinbox.Config[pgx.Tx]) txinbox.Config[pgx.Tx] {
+	handler := inbox.Handler
+	inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		pm, ok := published(m)
+		if !ok {
+			return txinbox.Permanent(txinbox.ErrNoMessageID)
+		}
+		return handler(ctx, tx, pm)
+	}
+	hooks := make([]txinbox.Hook, len(inbox.Hooks))
+	for i, h := range inbox.Hooks {
+		hooks[i] = h
+		if oh, ok := h.(txinbox.OutcomeHook); ok {
+			hooks[i] = publishedOutcomes{oh}
+		}
+	}
+	inbox.Hooks = hooks
+	return inbox
+}
+
+// published returns a copy of m whose ID is its message-id header.
+func published(m *txinbox.Message) (*txinbox.Message, bool) {
+	for _, h := range m.Headers {
+		if h.Key == "message-id" {
+			pm := *m
+			pm.ID = h.Value
+			return &pm, true
+		}
+	}
+	return m, false
+}
+
+// publishedOutcomes reports outcomes under the published ids.
+type publishedOutcomes struct{ h txinbox.OutcomeHook }
+
+func (p publishedOutcomes) OnOutcome(ctx context.Context, m *txinbox.Message, res txinbox.Result) {
+	pm, _ := published(m)
+	p.h.OnOutcome(ctx, pm, res)
 }

@@ -39,19 +39,61 @@ func benchStartKafka(ctx context.Context) (seeds []string, stop func(), err erro
 	return seeds, stop, nil
 }
 
+// benchKafkaCluster is the cluster of a run's e2e-kafka and
+// kafka-watermark slices: started by the first slice that needs it,
+// stopped with the run. Sharing it is sound: each slice has a topic and a
+// group of its own (deleted after it), and its time starts only once its
+// consumer committed a first batch.
+type benchKafkaCluster struct {
+	seeds []string
+	stop  func()
+}
+
+func (k *benchKafkaCluster) get(ctx context.Context) ([]string, error) {
+	if k.stop == nil {
+		seeds, stop, err := benchStartKafka(ctx)
+		if err != nil {
+			return nil, err
+		}
+		k.seeds, k.stop = seeds, stop
+	}
+	return k.seeds, nil
+}
+
+// close stops the cluster, if it was started.
+func (k *benchKafkaCluster) close() {
+	if k.stop != nil {
+		k.stop()
+		k.stop = nil
+	}
+}
+
+// benchKafkaDelete deletes a slice's topic, so that the cluster does not
+// keep every slice's records.
+func benchKafkaDelete(seeds []string, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kadm.NewClient(cl).DeleteTopics(ctx, topic) //nolint:errcheck // best effort: the cluster ends with the run
+}
+
 // benchKafka measures end to end: records already in Kafka (4 partitions,
 // a share re-sent at new offsets), consumed by one kafka.Consumer into
 // PostgreSQL with a batch handler, offsets committed after each batch's
 // commit. The e2e-kafka scenario keys the records on a message-id header;
 // kafka-watermark keys them on their offsets. The rate counts the records
 // handled (processed or skipped as duplicates) during the slice.
-func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup float64, watermark bool) (*benchResult, error) {
-	seeds, stop, err := benchStartKafka(ctx)
+func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benchKafkaCluster, dup float64, watermark bool) (*benchResult, error) {
+	seeds, err := k.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
 	topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	defer benchKafkaDelete(seeds, topic)
 	if err := benchKafkaProduce(ctx, seeds, topic, dup); err != nil {
 		return nil, err
 	}
@@ -74,7 +116,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, dup flo
 		return nil, err
 	}
 	consumer, err := kafka.New(proc, kafka.Config{
-		Seeds: seeds, Topics: []string{topic}, Group: "bench", Key: key,
+		Seeds: seeds, Topics: []string{topic}, Group: topic, Key: key,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

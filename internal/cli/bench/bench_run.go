@@ -31,6 +31,7 @@ type benchEnv struct {
 	schema string
 	pool   *pgxpool.Pool
 	driver *pgstore.Driver
+	kafka  benchKafkaCluster // the Kafka scenarios' cluster, one per run
 }
 
 func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*benchReport, error) {
@@ -56,10 +57,10 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		{"declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.declarative(ctx, d) }},
 		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
 		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
-			return benchKafka(ctx, o, be.pool, d, false)
+			return benchKafka(ctx, o, be.pool, &be.kafka, d, false)
 		}},
 		{"kafka-watermark", "kafka-watermark", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
-			return benchKafka(ctx, o, be.pool, d, true)
+			return benchKafka(ctx, o, be.pool, &be.kafka, d, true)
 		}},
 	}
 	// The scenarios take turns in short slices (Options.rounds of them), so
@@ -157,6 +158,7 @@ func (be *benchEnv) close() {
 	defer cancel()
 	be.pool.Exec(ctx, "DROP SCHEMA "+be.schema+" CASCADE") //nolint:errcheck // best effort
 	be.pool.Close()
+	be.kafka.close()
 }
 
 func (be *benchEnv) truncate(ctx context.Context) error {
