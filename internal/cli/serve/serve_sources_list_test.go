@@ -109,6 +109,7 @@ func TestServeSourceListErrors(t *testing.T) {
 		{"kafka: k:9092\n", "kafka: want a list of sections"},
 		{"nats:\n  - name: a\n    url: nats://n:4222\n    stream: S\n    consumer: c\n    ack-wait: soon\n", `config FILE line 6: nats source: ack-wait: invalid value "soon"`},
 		{"retention: later\nas4-listen: :0\n", `config FILE line 1: --retention: "later" is not a positive duration`},
+		{"as4-lisen: :0\n", `config FILE line 1: unknown setting "as4-lisen" (settings are the flags of txinbox serve)`},
 	} {
 		conf := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(conf, []byte(c.yaml), 0o600); err != nil {
