@@ -91,7 +91,7 @@ func (o *serveOptions) serverConfig(env *clikit.Env, db *clikit.InboxDB, logger 
 	as4Store any) (cfg server.Config, closeRelay func(), err error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg = server.Config{Ping: db.Ping, Logger: logger, Progress: env.Stdout, Registry: registry, TracerProvider: tp,
+	cfg = server.Config{Ping: db.Ping, Logger: logger, Registry: registry, TracerProvider: tp,
 		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention().server(), ShutdownTimeout: o.ShutdownTimeout,
 		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention"}
 	if o.ops.HTTPListen != "" {

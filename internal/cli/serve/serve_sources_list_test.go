@@ -33,8 +33,8 @@ func TestServeTwoSourcesOfOneKind(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errs := &lineWriter{lines: make(chan string, 16)}, &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	out, errs := &lineWriter{lines: make(chan string, 64), logged: true}, &syncBuffer{}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() { done <- cli.Main(ctx, env, []string{"serve", "--db", path, "--config", conf}) }()
 	var opsURL, ready string
