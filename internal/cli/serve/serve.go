@@ -46,7 +46,7 @@ ends the process at once.`,
 			{Command: "txinbox serve --config txinbox.yaml", What: "settings from a YAML file (keys are the flag names)"},
 			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "stopped by a signal after a clean drain"},
-			{Code: clikit.ExitFailure, What: "a source or the database failed, or the drain was cut by --shutdown-timeout"},
+			{Code: clikit.ExitFailure, What: "a source or the database failed (also a database that does not answer at start), or the drain was cut by --shutdown-timeout"},
 			{Code: clikit.ExitUsage, What: "bad flags or configuration, a retention shorter than a source's horizon, or the database cannot be opened"}}}
 }
 

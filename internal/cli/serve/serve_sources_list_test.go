@@ -150,4 +150,8 @@ func TestServeUnreachableDatabase(t *testing.T) {
 	if code != clikit.ExitFailure || !strings.Contains(errs, "connecting to postgres://txinbox@127.0.0.1") {
 		t.Errorf("exit %d, %q; want 1 and the database named", code, errs)
 	}
+	// Its help says so, as the other commands' say exit 2 for theirs.
+	if _, help, _ := runServeArgs(t, "-h"); !strings.Contains(help, "1  a source or the database failed (also a database that does not answer at start)") {
+		t.Errorf("serve -h does not say that an unreachable database exits 1:\n%s", help)
+	}
 }
