@@ -3,6 +3,7 @@ package clikit
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -119,7 +120,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 	}
 	d, err := time.ParseDuration(rest)
-	if err != nil || d < 0 {
+	if err != nil || d < 0 || d > math.MaxInt64-days { // the last: the sum would overflow
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}
 	d += days

@@ -25,7 +25,8 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("parseDuration(%q) = %v, %v (formatted %q); want %v, %q", c.in, d, err, FormatDuration(d), c.want, c.out)
 		}
 	}
-	for _, bad := range []string{"", "d", "3", "1e3d", "infd", "NaNd", "1d-2h", "3 days", "0x1d", "1dd", "--1d", "1_0d"} {
+	for _, bad := range []string{"", "d", "3", "1e3d", "infd", "NaNd", "1d-2h", "3 days", "0x1d", "1dd", "--1d", "1_0d",
+		"99999d2562047h", "100000d100000d"} { // the last but one overflows an int64 of nanoseconds {
 		if d, err := ParseDuration(bad); err == nil {
 			t.Errorf("parseDuration(%q) = %v, want an error", bad, d)
 		}
