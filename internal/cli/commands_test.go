@@ -363,3 +363,30 @@ func TestEnvValueErrorNamesVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileArguments: a huge value is not echoed whole in the one-line
+// error (its start and end are), and an empty positional argument is
+// refused as a usage error, not looked up.
+func TestHostileArguments(t *testing.T) {
+	t.Parallel()
+	db, _ := migratedSQLite(t)
+	huge := "h" + strings.Repeat("x", 100_000) + "z"
+	_, errs, code := run(t, "status", "--db", db, "--table-prefix", huge)
+	if code != clikit.ExitUsage || len(errs) > 2_500 || !strings.Contains(errs, "TablePrefix \"hxxx") || !strings.Contains(errs, "xxxz") {
+		t.Errorf("huge --table-prefix: exit %d, %d bytes of stderr (%.200q); want 2 and a clipped message", code, len(errs), errs)
+	}
+	if _, errs, code := run(t, huge); code != clikit.ExitUsage || len(errs) > 2_500 || !strings.Contains(errs, "unknown command") {
+		t.Errorf("huge command name: exit %d, %d bytes of stderr; want 2 and a clipped message", code, len(errs))
+	}
+	for _, args := range [][]string{
+		{"inspect", "--db", db, "--scope", "s", ""},
+		{"forget", "--db", db, "--scope", "s", "--reason", "r", ""},
+		{"dlq", "show", "--db", db, ""},
+		{"key", ""},
+	} {
+		_, errs, code := run(t, args...)
+		if code != clikit.ExitUsage || !strings.Contains(errs, "is empty") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and the empty argument named", args, code, errs)
+		}
+	}
+}

@@ -46,6 +46,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Exit statuses shared by all commands.
@@ -146,8 +147,28 @@ type Invocation struct {
 
 // Fail prints "path: message" to stderr and returns code.
 func (in *Invocation) Fail(code int, format string, a ...any) int {
-	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, in.Env.located(fmt.Sprintf(format, a...)))
+	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, Clip(in.Env.located(fmt.Sprintf(format, a...))))
 	return code
+}
+
+// maxMessage is the most bytes of an error message printed: a huge value
+// in it (a 100 kB --schema) is cut in the middle.
+const maxMessage = 2000
+
+// Clip cuts msg, an error message, to about 2,000 bytes, keeping its start
+// and end: a huge value in it (a 100 kB --schema) is not printed whole.
+func Clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	head, tail := maxMessage/2, len(msg)-maxMessage/2
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s[... %d bytes ...]%s", msg[:head], tail-head, msg[tail:])
 }
 
 // Find is the command named name among cs, or nil.
@@ -225,7 +246,7 @@ func subNames(info CommandInfo) string {
 
 // UsageError prints one line and where to find help, and returns ExitUsage.
 func UsageError(env *Env, path, msg string) int {
-	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, env.located(msg), path)
+	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, Clip(env.located(msg)), path)
 	return ExitUsage
 }
 
@@ -250,6 +271,12 @@ func CheckArgs(spec string, args []string) string {
 		return fmt.Sprintf("unexpected argument %q (this command takes flags only)", args[0])
 	case hi >= 0 && len(args) > hi:
 		return fmt.Sprintf("unexpected argument %q (usage: %s)", args[hi], spec)
+	}
+	names := strings.Fields(spec)
+	for i, a := range args {
+		if a == "" { // never a name, an id or a file
+			return strings.Trim(names[min(i, len(names)-1)], "[].") + " is empty"
+		}
 	}
 	return ""
 }

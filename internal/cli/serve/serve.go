@@ -258,7 +258,7 @@ func (o *serveOptions) validateFlags() error {
 func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 	db, err := clikit.OpenDB(ctx, o.db, 8)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		if _, down := errors.AsType[clikit.ConnectError](err); down {
 			return clikit.ExitFailure // the database does not answer: it may later
 		}
@@ -300,20 +300,20 @@ func sqliteAS4(ctx context.Context, db *clikit.InboxDB, o *serveOptions) (as4.St
 func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx],
 	exec clikit.TxExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
 	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return clikit.ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
 	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return clikit.ExitUsage
 	}
 	defer stopTraces() // after the sources stopped: their last spans are flushed
 	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
 	defer closeAll() // after the server stopped: the batches in flight commit
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return code
 	}
 	return serveExit(env, srv.Run(ctx))
@@ -367,7 +367,7 @@ func serveExit(env *clikit.Env, err error) int {
 	if err == nil {
 		return clikit.ExitOK
 	}
-	fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+	fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 	_, short := errors.AsType[*server.RetentionError](err)
 	_, refused := errors.AsType[*kafka.RefusedError](err)
 	if short || refused {
