@@ -68,6 +68,12 @@ func TestEveryCommandHasHelp(t *testing.T) {
 					t.Errorf("%v: help lacks %q:\n%s", args, want, out)
 				}
 			}
+			for _, line := range strings.Split(out, "\n") {
+				// "(default X)" is added to the usage unless the usage says it.
+				if strings.Contains(line, "default: ") && strings.HasSuffix(line, ")") && strings.Contains(line, ") (default ") {
+					t.Errorf("%v: a flag says its default twice: %q", args, line)
+				}
+			}
 			if i == 0 {
 				first = out
 			} else if out != first {
