@@ -88,11 +88,16 @@ func TestFlagsAfterArguments(t *testing.T) {
 			t.Errorf("%v: %d %q %q", args, code, out, errs)
 		}
 	}
+	// A flag's value that names a subcommand is a value: the scope "show".
+	if out, errs, code := run(t, "dlq", "--db", db, "--scope", "show"); code != 0 || !strings.HasPrefix(out, "ID") {
+		t.Errorf("dlq --scope show (the default list): %d %q %q", code, out, errs)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"drift", "--db", db, "show", "1"}, "put the subcommand first: txinbox drift show"},
+		{[]string{"dlq", "--scope", "show", "--db", db, "drop", "1"}, "put the subcommand first: txinbox dlq drop"},
 		{[]string{"drift", "frob", "--db", db}, `unknown subcommand "frob"`},
 		{[]string{"drift", "show", "999", "--db", db}, "no drift record with ID 999"},
 		{[]string{"drift", "list", "extra", "--db", db}, `unexpected argument "extra"`},

@@ -228,12 +228,25 @@ func executeParent(ctx context.Context, env *Env, path string, info CommandInfo,
 	if info.Default == "" {
 		return UsageError(env, path, "give a subcommand: "+subNames(info))
 	}
-	for _, a := range args {
-		if Find(info.Subcommands, a) != nil && a != info.Default {
-			return UsageError(env, path, fmt.Sprintf("put the subcommand first: %s %s ...", path, a))
-		}
+	def := Find(info.Subcommands, info.Default)
+	if sub := misplacedSubcommand(env, def, info.Subcommands, args); sub != "" {
+		return UsageError(env, path, fmt.Sprintf("put the subcommand first: %s %s ...", path, sub))
 	}
-	return Execute(ctx, env, path+" "+info.Default, Find(info.Subcommands, info.Default), args)
+	return Execute(ctx, env, path+" "+info.Default, def, args)
+}
+
+// misplacedSubcommand is the subcommand that args, given to the default
+// subcommand def, hold as their first positional argument ("drift --db X
+// show 1"), or "". A flag's value that names one ("dlq --scope show") is
+// a value.
+func misplacedSubcommand(env *Env, def Command, subs []Command, args []string) string {
+	fs := NewFlagSet("")
+	def.Define(fs, env)
+	pos, err := fs.ParseAll(args, nil)
+	if err != nil || len(pos) == 0 || Find(subs, pos[0]) == nil {
+		return ""
+	}
+	return pos[0]
 }
 
 func subNames(info CommandInfo) string {
