@@ -103,8 +103,8 @@ func TestFlagsAfterArguments(t *testing.T) {
 		{[]string{"drift", "list", "extra", "--db", db}, `unexpected argument "extra"`},
 		{[]string{"dlq", "show", id, "7", "--db", db}, `unexpected argument "7"`},
 		{[]string{"inspect", "a", "--db", db}, "--scope is required"},
-		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--limit", "5"}, "flag provided but not defined: -limit"},
-		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--json"}, "flag provided but not defined: -json"},
+		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--limit", "5"}, "unknown flag --limit"},
+		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--json"}, "unknown flag --json"},
 		{[]string{"key", "--", "--json"}, "--json: open --json"},
 	} {
 		if _, errs, code := run(t, c.args...); code != clikit.ExitUsage || !strings.Contains(errs, c.want) {

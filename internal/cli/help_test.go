@@ -104,7 +104,7 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		name := "txinbox " + strings.Join(l.path, " ")
 		args := append(append([]string{}, l.path...), "--no-such-flag")
 		out, errs, code := mainOut(t, args...)
-		want := name + ": flag provided but not defined: -no-such-flag\nRun '" + name + " -h' for help.\n"
+		want := name + ": unknown flag --no-such-flag\nRun '" + name + " -h' for help.\n"
 		if code != clikit.ExitUsage || out != "" || errs != want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, out, errs, want)
 		}

@@ -57,3 +57,29 @@ func TestFlagsAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagErrorWords: the flag package's errors in the help's words: an
+// unknown flag as the user typed it (--name), a bad boolean with the
+// values it takes.
+func TestFlagErrorWords(t *testing.T) {
+	t.Parallel()
+	fs := NewFlagSet("t")
+	fs.Bool("json", false, "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "unknown flag --bogus"},
+		{[]string{"-bogus=1"}, "unknown flag --bogus"},
+		{[]string{"--json=yes"}, `--json: invalid value "yes": use true or false`},
+	} {
+		_, err := fs.ParseAll(c.args, nil)
+		if err == nil || FlagError(err) != c.want {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	_, err := fs.ParseAll(nil, func(string) string { return "yes" })
+	if err == nil || FlagError(err) != `environment TXINBOX_JSON: invalid value "yes": use true or false` {
+		t.Errorf("TXINBOX_JSON=yes: %v", err)
+	}
+}
