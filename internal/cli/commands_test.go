@@ -394,4 +394,8 @@ func TestHostileArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and the empty argument named", args, code, errs)
 		}
 	}
+	// A required flag of blanks is missing: no audit row without a reason.
+	if _, errs, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", " \t ", "a"); code != clikit.ExitUsage || !strings.Contains(errs, "--reason is required") {
+		t.Errorf("forget --reason of blanks: exit %d, stderr %q; want 2 and --reason is required", code, errs)
+	}
 }

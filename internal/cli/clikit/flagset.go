@@ -143,7 +143,7 @@ func (fs *FlagSet) ParseAll(args []string, getenv func(string) string) ([]string
 // Missing names the first required flag that is still empty; "" if none.
 func (fs *FlagSet) Missing() string {
 	for _, name := range fs.required {
-		if fs.Lookup(name).Value.String() == "" {
+		if strings.TrimSpace(fs.Lookup(name).Value.String()) == "" { // blanks are no value either
 			return fmt.Sprintf("--%s is required (or set %s)", name, EnvName(name))
 		}
 	}
