@@ -83,6 +83,18 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 }
 
+// TestHelpOfHelp: help answers -h and --help too, on stdout with exit 0,
+// with what it takes.
+func TestHelpOfHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help", "-h"}, {"help", "--help"}, {"help", "help"}} {
+		out, errs, code := mainOut(t, args...)
+		if code != clikit.ExitOK || errs != "" || !strings.Contains(out, "txinbox help COMMAND") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
+
 // TestParentHelp: a command with subcommands lists them on stdout.
 func TestParentHelp(t *testing.T) {
 	t.Parallel()
