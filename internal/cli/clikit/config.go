@@ -144,6 +144,9 @@ func SetFromYAML(fs *flag.FlagSet, name string, v *yaml.Node, explicit map[strin
 		return err
 	}
 	for _, val := range values {
+		if strings.ContainsRune(val, 0) { // YAML's "\0": it would cut a file name short, or fail every insert
+			return fmt.Errorf("invalid value %q: has a NUL byte", val)
+		}
 		if err := fs.Set(name, val); err != nil {
 			return fmt.Errorf("invalid value %q: %v", val, err)
 		}

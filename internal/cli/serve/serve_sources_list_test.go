@@ -110,6 +110,9 @@ func TestServeSourceListErrors(t *testing.T) {
 		{"nats:\n  - name: a\n    url: nats://n:4222\n    stream: S\n    consumer: c\n    ack-wait: soon\n", `config FILE line 6: nats source: ack-wait: invalid value "soon"`},
 		{"retention: later\nas4-listen: :0\n", `config FILE line 1: --retention: "later" is not a positive duration`},
 		{"as4-lisen: :0\n", `config FILE line 1: unknown setting "as4-lisen" (settings are the flags of txinbox serve)`},
+		// A NUL (YAML's "\0") would cut a file name short or fail every insert.
+		{"http-listen: \"\"\nscope: \"as\\0four\"\n", `config FILE line 2: scope: invalid value "as\x00four": has a NUL byte`},
+		{"nats:\n  - {name: a, url: nats://n:4222, stream: S, scope: \"s\\0\"}\n", `config FILE line 2: nats source: scope: invalid value "s\x00": has a NUL byte`},
 	} {
 		conf := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(conf, []byte(c.yaml), 0o600); err != nil {
