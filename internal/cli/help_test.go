@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -69,6 +70,11 @@ func TestEveryCommandHasHelp(t *testing.T) {
 				}
 			}
 			for _, line := range strings.Split(out, "\n") {
+				// One duration syntax, and help calls it so.
+				if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], "--") && f[1] != "duration" && f[0] != "--scope-retention" &&
+					regexp.MustCompile(`(retention|retry-window|period|interval|timeout|older-than)$`).MatchString(f[0]) {
+					t.Errorf("%v: %s is typed %s, not duration", args, f[0], f[1])
+				}
 				// "(default X)" is added to the usage unless the usage says it.
 				if strings.Contains(line, "default: ") && strings.HasSuffix(line, ")") && strings.Contains(line, ") (default ") {
 					t.Errorf("%v: a flag says its default twice: %q", args, line)
