@@ -70,6 +70,12 @@ func TestEveryCommandHasHelp(t *testing.T) {
 				}
 			}
 			for _, line := range strings.Split(out, "\n") {
+				// Each command's exit codes are its own, not another's.
+				if strings.Contains(line, "  1  ") && strings.Contains(line, "(") && strings.Contains(line, ") ") {
+					if sub := regexp.MustCompile(`\((\w+)\) `).FindStringSubmatch(line); sub != nil && sub[1] != l.path[len(l.path)-1] {
+						t.Errorf("%v: exit code line for another command: %q", args, line)
+					}
+				}
 				// One duration syntax, and help calls it so.
 				if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], "--") && f[1] != "duration" && f[0] != "--scope-retention" &&
 					regexp.MustCompile(`(retention|retry-window|period|interval|timeout|older-than)$`).MatchString(f[0]) {
