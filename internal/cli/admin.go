@@ -125,7 +125,7 @@ func printStatusTotals(w io.Writer, db *clikit.InboxDB, s store.ScopeStats) {
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.Where, db.Kind)
 	fmt.Fprintf(w, "inbox rows\t%d (%d expired)\n", s.Inbox, s.Expired)
 	if !s.OldestInbox.IsZero() {
-		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), time.Since(s.OldestInbox).Round(time.Second))
+		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), clikit.FormatDuration(time.Since(s.OldestInbox).Round(time.Second)))
 	}
 	fmt.Fprintf(w, "failing messages (retried, not processed yet)\t%d\n", s.Attempts)
 	fmt.Fprintf(w, "dead letters (not dropped)\t%d\n", s.DeadLetters)

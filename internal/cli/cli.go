@@ -53,7 +53,7 @@ func Main(ctx context.Context, env *clikit.Env, args []string) int {
 	}
 	c := clikit.Find(root, args[0])
 	if c == nil {
-		fmt.Fprintf(env.Stderr, "txinbox: unknown command %q\nRun 'txinbox help' for the list of commands.\n", args[0])
+		fmt.Fprintf(env.Stderr, "txinbox: %s\nRun 'txinbox help' for the list of commands.\n", clikit.Clip(fmt.Sprintf("unknown command %q", args[0])))
 		return clikit.ExitUsage
 	}
 	return clikit.Execute(ctx, env, "txinbox "+args[0], c, args[1:])

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,8 @@ func TestStatusScopeRetention(t *testing.T) {
 	}
 	if out, _, code := run(t, "status", "--db", db, "--scope-retention", "as4=90d"); code != 0 || !strings.Contains(out, "RETENTION") {
 		t.Errorf("status table: %d %q", code, out)
+	} else if !regexp.MustCompile(`oldest inbox row +\S+ \(40d\S* ago\)`).MatchString(out) {
+		t.Errorf("status: the oldest row's age is not in the duration syntax of the flags (40d...):\n%s", out)
 	}
 	if _, errs, code := run(t, "status", "--db", db, "--scope-retention", "as4"); code != clikit.ExitUsage || !strings.Contains(errs, `"as4" is not SCOPE=DURATION`) {
 		t.Errorf("bad --scope-retention: %d %q", code, errs)

@@ -88,18 +88,23 @@ func TestFlagsAfterArguments(t *testing.T) {
 			t.Errorf("%v: %d %q %q", args, code, out, errs)
 		}
 	}
+	// A flag's value that names a subcommand is a value: the scope "show".
+	if out, errs, code := run(t, "dlq", "--db", db, "--scope", "show"); code != 0 || !strings.HasPrefix(out, "ID") {
+		t.Errorf("dlq --scope show (the default list): %d %q %q", code, out, errs)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"drift", "--db", db, "show", "1"}, "put the subcommand first: txinbox drift show"},
+		{[]string{"dlq", "--scope", "show", "--db", db, "drop", "1"}, "put the subcommand first: txinbox dlq drop"},
 		{[]string{"drift", "frob", "--db", db}, `unknown subcommand "frob"`},
 		{[]string{"drift", "show", "999", "--db", db}, "no drift record with ID 999"},
 		{[]string{"drift", "list", "extra", "--db", db}, `unexpected argument "extra"`},
 		{[]string{"dlq", "show", id, "7", "--db", db}, `unexpected argument "7"`},
 		{[]string{"inspect", "a", "--db", db}, "--scope is required"},
-		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--limit", "5"}, "flag provided but not defined: -limit"},
-		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--json"}, "flag provided but not defined: -json"},
+		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--limit", "5"}, "unknown flag --limit"},
+		{[]string{"inspect", "a", "--db", db, "--scope", "s", "--json"}, "unknown flag --json"},
 		{[]string{"key", "--", "--json"}, "--json: open --json"},
 	} {
 		if _, errs, code := run(t, c.args...); code != clikit.ExitUsage || !strings.Contains(errs, c.want) {
@@ -361,5 +366,36 @@ func TestEnvValueErrorNamesVariable(t *testing.T) {
 		if code != clikit.ExitUsage || !strings.HasPrefix(errs, tc.want) {
 			t.Errorf("%v %v: exit %d, stderr %q, want it to start with %q", tc.vars, tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestHostileArguments: a huge value is not echoed whole in the one-line
+// error (its start and end are), and an empty positional argument is
+// refused as a usage error, not looked up.
+func TestHostileArguments(t *testing.T) {
+	t.Parallel()
+	db, _ := migratedSQLite(t)
+	huge := "h" + strings.Repeat("x", 100_000) + "z"
+	_, errs, code := run(t, "status", "--db", db, "--table-prefix", huge)
+	if code != clikit.ExitUsage || len(errs) > 2_500 || !strings.Contains(errs, "TablePrefix \"hxxx") || !strings.Contains(errs, "xxxz") {
+		t.Errorf("huge --table-prefix: exit %d, %d bytes of stderr (%.200q); want 2 and a clipped message", code, len(errs), errs)
+	}
+	if _, errs, code := run(t, huge); code != clikit.ExitUsage || len(errs) > 2_500 || !strings.Contains(errs, "unknown command") {
+		t.Errorf("huge command name: exit %d, %d bytes of stderr; want 2 and a clipped message", code, len(errs))
+	}
+	for _, args := range [][]string{
+		{"inspect", "--db", db, "--scope", "s", ""},
+		{"forget", "--db", db, "--scope", "s", "--reason", "r", ""},
+		{"dlq", "show", "--db", db, ""},
+		{"key", ""},
+	} {
+		_, errs, code := run(t, args...)
+		if code != clikit.ExitUsage || !strings.Contains(errs, "is empty") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and the empty argument named", args, code, errs)
+		}
+	}
+	// A required flag of blanks is missing: no audit row without a reason.
+	if _, errs, code := run(t, "forget", "--db", db, "--scope", "s", "--reason", " \t ", "a"); code != clikit.ExitUsage || !strings.Contains(errs, "--reason is required") {
+		t.Errorf("forget --reason of blanks: exit %d, stderr %q; want 2 and --reason is required", code, errs)
 	}
 }

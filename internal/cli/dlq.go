@@ -56,10 +56,16 @@ func (c *dlqListCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	return dlqList(ctx, in, db, store.ListFilter{Scope: c.list.scope, Limit: c.list.limit, Dropped: c.all}, c.list.json)
 }
 
-// dlqExitCodes are the exit codes of the dlq subcommands that take an ID.
+// dlqExitCodes are the exit codes of the dlq subcommands that take an ID
+// (replay's exit 1 says more: dlqReplayExitCodes).
 var dlqExitCodes = []clikit.ExitCode{{Code: clikit.ExitOK, What: "done"},
-	{Code: clikit.ExitFailure, What: "the database failed, or (replay) the dead letter is stale: its message was processed after all"},
+	{Code: clikit.ExitFailure, What: "the database failed"},
 	{Code: clikit.ExitUsage, What: "bad flags or arguments, no dead letter with this ID, or no inbox at --db"}}
+
+// dlqReplayExitCodes are dlq replay's exit codes.
+var dlqReplayExitCodes = []clikit.ExitCode{dlqExitCodes[0],
+	{Code: clikit.ExitFailure, What: "the database failed, or the dead letter is stale: its message was processed after all"},
+	dlqExitCodes[2]}
 
 // dlqShowCommand is txinbox dlq show ID.
 type dlqShowCommand struct{ db clikit.DBFlags }
@@ -124,7 +130,7 @@ so that its next delivery runs the side effect; who and why are kept in the
 audit table. Re-publish the payload (dlq show) if the broker will not deliver
 it again. A stale dead letter (its message was processed after all) is
 refused: replaying it would run the effect twice.`,
-		Examples: []clikit.Example{{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'"}}, ExitCodes: dlqExitCodes}
+		Examples: []clikit.Example{{Command: "txinbox dlq replay 7 --db inbox.db --reason 'partner fixed the VAT number'"}}, ExitCodes: dlqReplayExitCodes}
 }
 
 func (c *dlqActCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {

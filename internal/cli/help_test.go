@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,11 +69,40 @@ func TestEveryCommandHasHelp(t *testing.T) {
 					t.Errorf("%v: help lacks %q:\n%s", args, want, out)
 				}
 			}
+			for _, line := range strings.Split(out, "\n") {
+				// Each command's exit codes are its own, not another's.
+				if strings.Contains(line, "  1  ") && strings.Contains(line, "(") && strings.Contains(line, ") ") {
+					if sub := regexp.MustCompile(`\((\w+)\) `).FindStringSubmatch(line); sub != nil && sub[1] != l.path[len(l.path)-1] {
+						t.Errorf("%v: exit code line for another command: %q", args, line)
+					}
+				}
+				// One duration syntax, and help calls it so.
+				if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], "--") && f[1] != "duration" && f[0] != "--scope-retention" &&
+					regexp.MustCompile(`(retention|retry-window|period|interval|timeout|older-than)$`).MatchString(f[0]) {
+					t.Errorf("%v: %s is typed %s, not duration", args, f[0], f[1])
+				}
+				// "(default X)" is added to the usage unless the usage says it.
+				if strings.Contains(line, "default: ") && strings.HasSuffix(line, ")") && strings.Contains(line, ") (default ") {
+					t.Errorf("%v: a flag says its default twice: %q", args, line)
+				}
+			}
 			if i == 0 {
 				first = out
 			} else if out != first {
 				t.Errorf("%v: help differs from %s -h", args, name)
 			}
+		}
+	}
+}
+
+// TestHelpOfHelp: help answers -h and --help too, on stdout with exit 0,
+// with what it takes.
+func TestHelpOfHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help", "-h"}, {"help", "--help"}, {"help", "help"}} {
+		out, errs, code := mainOut(t, args...)
+		if code != clikit.ExitOK || errs != "" || !strings.Contains(out, "txinbox help COMMAND") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 	}
 }
@@ -98,7 +128,7 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		name := "txinbox " + strings.Join(l.path, " ")
 		args := append(append([]string{}, l.path...), "--no-such-flag")
 		out, errs, code := mainOut(t, args...)
-		want := name + ": flag provided but not defined: -no-such-flag\nRun '" + name + " -h' for help.\n"
+		want := name + ": unknown flag --no-such-flag\nRun '" + name + " -h' for help.\n"
 		if code != clikit.ExitUsage || out != "" || errs != want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, out, errs, want)
 		}

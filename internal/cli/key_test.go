@@ -92,7 +92,7 @@ func TestKeyCommandUsage(t *testing.T) {
 		want string
 	}{
 		{nil, clikit.ExitUsage, "txinbox key: no FILE given"},
-		{[]string{"--bogus", "x"}, clikit.ExitUsage, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus", "x"}, clikit.ExitUsage, "unknown flag --bogus"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runKeyCLI(t, "", tt.args...)

@@ -46,6 +46,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Exit statuses shared by all commands.
@@ -146,8 +147,28 @@ type Invocation struct {
 
 // Fail prints "path: message" to stderr and returns code.
 func (in *Invocation) Fail(code int, format string, a ...any) int {
-	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, in.Env.located(fmt.Sprintf(format, a...)))
+	fmt.Fprintf(in.Env.Stderr, "%s: %s\n", in.Path, Clip(in.Env.located(fmt.Sprintf(format, a...))))
 	return code
+}
+
+// maxMessage is the most bytes of an error message printed: a huge value
+// in it (a 100 kB --schema) is cut in the middle.
+const maxMessage = 2000
+
+// Clip cuts msg, an error message, to about 2,000 bytes, keeping its start
+// and end: a huge value in it (a 100 kB --schema) is not printed whole.
+func Clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	head, tail := maxMessage/2, len(msg)-maxMessage/2
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s[... %d bytes ...]%s", msg[:head], tail-head, msg[tail:])
 }
 
 // Find is the command named name among cs, or nil.
@@ -207,12 +228,25 @@ func executeParent(ctx context.Context, env *Env, path string, info CommandInfo,
 	if info.Default == "" {
 		return UsageError(env, path, "give a subcommand: "+subNames(info))
 	}
-	for _, a := range args {
-		if Find(info.Subcommands, a) != nil && a != info.Default {
-			return UsageError(env, path, fmt.Sprintf("put the subcommand first: %s %s ...", path, a))
-		}
+	def := Find(info.Subcommands, info.Default)
+	if sub := misplacedSubcommand(env, def, info.Subcommands, args); sub != "" {
+		return UsageError(env, path, fmt.Sprintf("put the subcommand first: %s %s ...", path, sub))
 	}
-	return Execute(ctx, env, path+" "+info.Default, Find(info.Subcommands, info.Default), args)
+	return Execute(ctx, env, path+" "+info.Default, def, args)
+}
+
+// misplacedSubcommand is the subcommand that args, given to the default
+// subcommand def, hold as their first positional argument ("drift --db X
+// show 1"), or "". A flag's value that names one ("dlq --scope show") is
+// a value.
+func misplacedSubcommand(env *Env, def Command, subs []Command, args []string) string {
+	fs := NewFlagSet("")
+	def.Define(fs, env)
+	pos, err := fs.ParseAll(args, nil)
+	if err != nil || len(pos) == 0 || Find(subs, pos[0]) == nil {
+		return ""
+	}
+	return pos[0]
 }
 
 func subNames(info CommandInfo) string {
@@ -225,7 +259,7 @@ func subNames(info CommandInfo) string {
 
 // UsageError prints one line and where to find help, and returns ExitUsage.
 func UsageError(env *Env, path, msg string) int {
-	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, env.located(msg), path)
+	fmt.Fprintf(env.Stderr, "%s: %s\nRun '%s -h' for help.\n", path, Clip(env.located(msg)), path)
 	return ExitUsage
 }
 
@@ -250,6 +284,12 @@ func CheckArgs(spec string, args []string) string {
 		return fmt.Sprintf("unexpected argument %q (this command takes flags only)", args[0])
 	case hi >= 0 && len(args) > hi:
 		return fmt.Sprintf("unexpected argument %q (usage: %s)", args[hi], spec)
+	}
+	names := strings.Fields(spec)
+	for i, a := range args {
+		if a == "" { // never a name, an id or a file
+			return strings.Trim(names[min(i, len(names)-1)], "[].") + " is empty"
+		}
 	}
 	return ""
 }

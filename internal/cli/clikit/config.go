@@ -87,7 +87,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool, se
 			continue
 		}
 		if fs.Lookup(k.Value) == nil || k.Value == "config" {
-			return fmt.Errorf("config %s line %d: unknown setting %q (settings are the flags of txinbox %s)", path, k.Line, k.Value, fs.Name())
+			return fmt.Errorf("config %s line %d: unknown setting %q (settings are the flags of %s)", path, k.Line, k.Value, fs.Name())
 		}
 		if err := SetFromYAML(fs, k.Value, v, explicit); err != nil {
 			return fmt.Errorf("config %s line %d: %s: %w", path, v.Line, k.Value, err)
@@ -144,6 +144,9 @@ func SetFromYAML(fs *flag.FlagSet, name string, v *yaml.Node, explicit map[strin
 		return err
 	}
 	for _, val := range values {
+		if strings.ContainsRune(val, 0) { // YAML's "\0": it would cut a file name short, or fail every insert
+			return fmt.Errorf("invalid value %q: has a NUL byte", val)
+		}
 		if err := fs.Set(name, val); err != nil {
 			return fmt.Errorf("invalid value %q: %v", val, err)
 		}

@@ -3,6 +3,7 @@ package clikit
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +97,30 @@ func DurationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Dura
 	fs.Var(durationValue{p, zeroOK, name}, name, usage)
 }
 
+// durationText is a duration flag kept as its text, for a command that
+// reads it later (ParseRetention), where "" means another flag's value.
+type durationText struct{ p *string }
+
+func (v durationText) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v durationText) Set(s string) error { *v.p = s; return nil }
+
+// typeName is the value's name in help.
+func (durationText) typeName() string { return "duration" }
+
+// DurationTextFlag defines a string flag that holds a duration in
+// ParseDuration's syntax, read by the command itself (which names the flag
+// in its error); help shows it as a duration.
+func DurationTextFlag(fs *flag.FlagSet, p *string, name, def, usage string) {
+	*p = def
+	fs.Var(durationText{p}, name, usage)
+}
+
 // Day is 24 hours: the d of a duration (ParseDuration).
 const Day = 24 * time.Hour
 
@@ -119,7 +144,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 	}
 	d, err := time.ParseDuration(rest)
-	if err != nil || d < 0 {
+	if err != nil || d < 0 || d > math.MaxInt64-days { // the last: the sum would overflow
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}
 	d += days

@@ -25,7 +25,8 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("parseDuration(%q) = %v, %v (formatted %q); want %v, %q", c.in, d, err, FormatDuration(d), c.want, c.out)
 		}
 	}
-	for _, bad := range []string{"", "d", "3", "1e3d", "infd", "NaNd", "1d-2h", "3 days", "0x1d", "1dd", "--1d", "1_0d"} {
+	for _, bad := range []string{"", "d", "3", "1e3d", "infd", "NaNd", "1d-2h", "3 days", "0x1d", "1dd", "--1d", "1_0d",
+		"99999d2562047h", "100000d100000d"} { // the last but one overflows an int64 of nanoseconds {
 		if d, err := ParseDuration(bad); err == nil {
 			t.Errorf("parseDuration(%q) = %v, want an error", bad, d)
 		}
@@ -54,5 +55,31 @@ func TestFlagsAnywhere(t *testing.T) {
 		if err != nil || *reason != c.reason || !slices.Equal(pos, c.pos) {
 			t.Errorf("%q: reason %q, positional %q, %v; want %q and %q", c.args, *reason, pos, err, c.reason, c.pos)
 		}
+	}
+}
+
+// TestFlagErrorWords: the flag package's errors in the help's words: an
+// unknown flag as the user typed it (--name), a bad boolean with the
+// values it takes.
+func TestFlagErrorWords(t *testing.T) {
+	t.Parallel()
+	fs := NewFlagSet("t")
+	fs.Bool("json", false, "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "unknown flag --bogus"},
+		{[]string{"-bogus=1"}, "unknown flag --bogus"},
+		{[]string{"--json=yes"}, `--json: invalid value "yes": use true or false`},
+	} {
+		_, err := fs.ParseAll(c.args, nil)
+		if err == nil || FlagError(err) != c.want {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	_, err := fs.ParseAll(nil, func(string) string { return "yes" })
+	if err == nil || FlagError(err) != `environment TXINBOX_JSON: invalid value "yes": use true or false` {
+		t.Errorf("TXINBOX_JSON=yes: %v", err)
 	}
 }

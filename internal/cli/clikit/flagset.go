@@ -143,7 +143,7 @@ func (fs *FlagSet) ParseAll(args []string, getenv func(string) string) ([]string
 // Missing names the first required flag that is still empty; "" if none.
 func (fs *FlagSet) Missing() string {
 	for _, name := range fs.required {
-		if fs.Lookup(name).Value.String() == "" {
+		if strings.TrimSpace(fs.Lookup(name).Value.String()) == "" { // blanks are no value either
 			return fmt.Sprintf("--%s is required (or set %s)", name, EnvName(name))
 		}
 	}
@@ -197,7 +197,7 @@ func (fs *FlagSet) fromEnv(getenv func(string) string) error {
 			return
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
-			err = fmt.Errorf("environment %s: invalid value %q: %v", EnvName(f.Name), v, serr)
+			err = fmt.Errorf("environment %s: invalid value %q: %s", EnvName(f.Name), v, valueWords(serr.Error()))
 			return
 		}
 		if fs.envSet == nil {
@@ -208,21 +208,32 @@ func (fs *FlagSet) fromEnv(getenv func(string) string) error {
 	return err
 }
 
-var badValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -([^:]+): (.*)$`)
+var badValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+
+// valueWords is a flag value's error in the help's words: the flag
+// package says only "parse error" for a bad boolean.
+func valueWords(msg string) string {
+	if msg == "parse error" {
+		return "use true or false"
+	}
+	return msg
+}
 
 // FlagError rewrites the flag package's parse errors in the words of the
-// help: --name, and the value's own message when it names the flag. (An
-// unknown flag keeps the flag package's words.)
+// help: --name, and the value's own message when it names the flag.
 func FlagError(err error) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
 		return "--" + strings.TrimLeft(name, "-") + " needs a value"
 	}
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag --" + strings.TrimLeft(name, "-")
+	}
 	if m := badValue.FindStringSubmatch(msg); m != nil {
 		if strings.HasPrefix(m[3], "--"+m[2]) {
 			return m[3]
 		}
-		return fmt.Sprintf("--%s: invalid value %q: %s", m[2], m[1], m[3])
+		return fmt.Sprintf("--%s: invalid value %q: %s", m[2], m[1], valueWords(m[3]))
 	}
 	return msg
 }

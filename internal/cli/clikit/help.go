@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,7 +23,7 @@ func Usage(w io.Writer, root []Command) {
 
 // HelpFor answers "txinbox help [COMMAND [SUBCOMMAND]]" on stdout.
 func HelpFor(env *Env, root []Command, args []string) int {
-	if len(args) == 0 {
+	if len(args) == 0 || slices.Contains([]string{"-h", "--help", "-help", "help"}, args[0]) {
 		Usage(env.Stdout, root)
 		return ExitOK
 	}

@@ -46,7 +46,7 @@ ends the process at once.`,
 			{Command: "txinbox serve --config txinbox.yaml", What: "settings from a YAML file (keys are the flag names)"},
 			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "stopped by a signal after a clean drain"},
-			{Code: clikit.ExitFailure, What: "a source or the database failed, or the drain was cut by --shutdown-timeout"},
+			{Code: clikit.ExitFailure, What: "a source or the database failed (also a database that does not answer at start), or the drain was cut by --shutdown-timeout"},
 			{Code: clikit.ExitUsage, What: "bad flags or configuration, a retention shorter than a source's horizon, or the database cannot be opened"}}}
 }
 
@@ -197,7 +197,7 @@ func (o serveOptions) validate() error {
 func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *string {
 	o.db.Register(fs, env)
 	fs.StringVar(&o.Scope, "scope", as4.DefaultScope, "inbox scope of the AS4 messages")
-	fs.StringVar(&o.AS4Retention, "as4-retention", "", "keep the AS4 scope's inbox rows this long (default: --retention)")
+	clikit.DurationTextFlag(fs, &o.AS4Retention, "as4-retention", "", "keep the AS4 scope's inbox rows this long (default: --retention)")
 	fs.StringVar(&o.AS4Listen, "as4-listen", "", "address of the AS4 endpoint (path /as4), e.g. :8080 (default: none)")
 	clikit.Int64Flag(fs, &o.AS4MaxBody, "as4-max-body", as4.DefaultMaxBodyBytes, 1, "largest AS4 request in bytes (larger: 413)")
 	fs.BoolVar(&o.AS4AcceptUnverifiedSecurity, "as4-accept-unverified-security", false,
@@ -258,7 +258,7 @@ func (o *serveOptions) validateFlags() error {
 func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 	db, err := clikit.OpenDB(ctx, o.db, 8)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		if _, down := errors.AsType[clikit.ConnectError](err); down {
 			return clikit.ExitFailure // the database does not answer: it may later
 		}
@@ -300,20 +300,20 @@ func sqliteAS4(ctx context.Context, db *clikit.InboxDB, o *serveOptions) (as4.St
 func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx],
 	exec clikit.TxExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
 	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return clikit.ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
 	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return clikit.ExitUsage
 	}
 	defer stopTraces() // after the sources stopped: their last spans are flushed
 	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
 	defer closeAll() // after the server stopped: the batches in flight commit
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return code
 	}
 	return serveExit(env, srv.Run(ctx))
@@ -367,7 +367,7 @@ func serveExit(env *clikit.Env, err error) int {
 	if err == nil {
 		return clikit.ExitOK
 	}
-	fmt.Fprintln(env.Stderr, "txinbox serve:", err)
+	fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 	_, short := errors.AsType[*server.RetentionError](err)
 	_, refused := errors.AsType[*kafka.RefusedError](err)
 	if short || refused {

@@ -22,7 +22,14 @@ type consoleFlags struct {
 // userList is --console-user NAME:PASSWORD, repeatable.
 type userList []string
 
-func (u *userList) String() string { return fmt.Sprintf("%d users", len(*u)) }
+// String counts the users (their passwords are no default to show); ""
+// when there are none, so that help adds no "(default 0 users)".
+func (u *userList) String() string {
+	if u == nil || len(*u) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d users", len(*u))
+}
 
 // Set adds one NAME:PASSWORD.
 func (u *userList) Set(v string) error {

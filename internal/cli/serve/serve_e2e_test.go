@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +44,7 @@ type serveProc struct {
 // removed.
 func startServeBin(t *testing.T, extraEnv []string, args ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{t: t, lines: make(chan string, 256), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &serveProc{t: t, lines: make(chan string, 4096), stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(clitest.Bin(), append([]string{"serve"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TXINBOX_") {
@@ -51,8 +52,8 @@ func startServeBin(t *testing.T, extraEnv []string, args ...string) *serveProc {
 		}
 	}
 	p.cmd.Env = append(p.cmd.Env, extraEnv...)
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
+	// The start lines are logged: read them from stderr, kept whole too.
+	out, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +63,9 @@ func startServeBin(t *testing.T, extraEnv []string, args ...string) *serveProc {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			p.stderr.Write(append(sc.Bytes(), '\n')) //nolint:errcheck // a buffer
 			select {
-			case p.lines <- sc.Text():
+			case p.lines <- progressText(sc.Text()):
 			default:
 			}
 		}
@@ -99,7 +101,7 @@ func startServeBin(t *testing.T, extraEnv []string, args ...string) *serveProc {
 	}
 }
 
-// signal sends sig and returns the exit code, and the stdout lines after
+// signal sends sig and returns the exit code, and the log lines after
 // it.
 func (p *serveProc) signal(sig os.Signal) (int, []string) {
 	p.t.Helper()
@@ -127,7 +129,7 @@ func (p *serveProc) exited() bool {
 
 // wait waits up to d for the process to end (after what, for the failure
 // message) and returns its exit code, -1 when a signal ended it, and the
-// stdout lines not read yet.
+// log lines not read yet (a start or stop line as its text: progressText).
 func (p *serveProc) wait(d time.Duration, after string) (int, []string) {
 	p.t.Helper()
 	var lines []string
@@ -334,8 +336,8 @@ effect-sql:
 		t.Errorf("expired rows %v, purge lag %v s; want 0 and 0", exp, lag)
 	}
 	code, lines := p.signal(syscall.SIGTERM)
-	if code != 0 || !strings.Contains(strings.Join(lines, "\n"), "stopped") {
-		t.Fatalf("SIGTERM: exit %d, stdout %q:\n%s", code, lines, p.stderr)
+	if code != 0 || !slices.Contains(lines, "stopped") {
+		t.Fatalf("SIGTERM: exit %d, log lines %q:\n%s", code, lines, p.stderr)
 	}
 	if rows, distinct := effectCounts(t, pool, schema, "nats"); rows != orders || distinct != orders {
 		t.Errorf("NATS effects: %d rows, %d ids; want %d of each", rows, distinct, orders)

@@ -41,10 +41,10 @@ type serveOps struct {
 func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPListen, "http-listen", "", "address for /healthz, /readyz and /metrics (default: none)")
 	o.log.Register(fs)
-	fs.StringVar(&o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
+	clikit.DurationTextFlag(fs, &o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
 	clikit.DurationFlag(fs, &o.PurgeInterval, "purge-interval", time.Minute, false, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
-	fs.StringVar(&o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
+	clikit.DurationTextFlag(fs, &o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
 		"start although --retention is shorter than a retry window or a broker's retention (a message delivered again after the retention is processed again); logged at start")
 	o.traces.register(fs)
@@ -91,7 +91,7 @@ func (o *serveOptions) serverConfig(env *clikit.Env, db *clikit.InboxDB, logger 
 	as4Store any) (cfg server.Config, closeRelay func(), err error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg = server.Config{Ping: db.Ping, Logger: logger, Progress: env.Stdout, Registry: registry, TracerProvider: tp,
+	cfg = server.Config{Ping: db.Ping, Logger: logger, Registry: registry, TracerProvider: tp,
 		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention().server(), ShutdownTimeout: o.ShutdownTimeout,
 		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention"}
 	if o.ops.HTTPListen != "" {

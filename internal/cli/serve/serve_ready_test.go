@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -35,9 +36,9 @@ func TestServeReadyzNamesDisconnectedSources(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lineWriter{lines: make(chan string, 16)}
+	out := &lineWriter{lines: make(chan string, 64), logged: true}
 	errs := &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	dead := deadAddr(t)
 	go func() {
@@ -121,5 +122,44 @@ func TestServeOutboxEffectForBrokerMessages(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d outbox rows, want 3", n)
+	}
+}
+
+// TestServeStartupLinesThroughLogger: with --log-format json every line
+// serve writes, the start and stop lines too ("ready: as4", "stopped"),
+// is a JSON log record on stderr, and stdout stays empty.
+func TestServeStartupLinesThroughLogger(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errs := &syncBuffer{}, &lineWriter{lines: make(chan string, 64)}
+	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, env, []string{"serve", "--db", filepath.Join(t.TempDir(), "l.db"), "--as4-listen", "127.0.0.1:0",
+			"--http-listen", "127.0.0.1:0", "--no-purge", "--log-format", "json"})
+	}()
+	var logged []string
+	for ready := false; !ready; {
+		select {
+		case line := <-errs.lines:
+			var rec struct{ Msg string }
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Errorf("stderr line %q is no JSON log record: %v", line, err)
+			}
+			logged = append(logged, rec.Msg)
+			ready = rec.Msg == "txinbox: ready: as4"
+		case code := <-done:
+			t.Fatalf("serve exited %d before its ready line; logged %q, stdout %q", code, logged, out)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no ready line logged within 60 s; logged %q, stdout %q", logged, out)
+		}
+	}
+	cancel()
+	if code := <-done; code != clikit.ExitOK {
+		t.Errorf("serve exited %d", code)
+	}
+	if out.String() != "" {
+		t.Errorf("stdout %q, want nothing: the start and stop lines are logged", out)
 	}
 }

@@ -136,9 +136,9 @@ func TestServeReadyzShowsAStuckRelay(t *testing.T) {
 	rename("txinbox_outbox", "moved_away")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lineWriter{lines: make(chan string, 16)}
+	out := &lineWriter{lines: make(chan string, 64), logged: true}
 	errs := &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, env, []string{"serve", "--db", db, "--no-purge", "--http-listen", "127.0.0.1:0",

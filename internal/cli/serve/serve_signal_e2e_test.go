@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -190,8 +191,8 @@ func TestServeSIGTERMDrainsBatchInFlight(t *testing.T) {
 	p.waitStopping()
 	g.release()
 	code, lines := p.wait(time.Minute, "SIGTERM")
-	if code != 0 || !strings.Contains(strings.Join(lines, "\n"), "stopped") || strings.Contains(p.stderr.String(), "cut") {
-		t.Fatalf("SIGTERM with a batch in flight: exit %d, stdout %q:\n%s", code, lines, p.stderr)
+	if code != 0 || !slices.Contains(lines, "stopped") || strings.Contains(p.stderr.String(), "cut") {
+		t.Fatalf("SIGTERM with a batch in flight: exit %d, log lines %q:\n%s", code, lines, p.stderr)
 	}
 	if rows, distinct := effectCounts(t, pool, schema, "nats"); rows != orders || distinct != orders {
 		t.Errorf("after the SIGTERM: %d effect rows, %d ids; want %d of each (the batch in flight committed)", rows, distinct, orders)
@@ -242,7 +243,7 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 			p.send(tc.second)
 			code, lines := p.wait(30*time.Second, "the second signal (the gate still shut)")
 			ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if code == 0 || !ws.Signaled() || ws.Signal() != tc.second || strings.Contains(strings.Join(lines, "\n"), "stopped") {
+			if code == 0 || !ws.Signaled() || ws.Signal() != tc.second || slices.Contains(lines, "stopped") {
 				t.Fatalf("second signal: exit %d (%v), stdout %q; want the process ended by %v:\n%s",
 					code, p.cmd.ProcessState, lines, tc.second, p.stderr)
 			}
@@ -276,8 +277,8 @@ func TestServeShutdownTimeoutCutsBatch(t *testing.T) {
 	before, _ := effectCounts(t, pool, schema, "nats")
 	code, lines := p.signal(syscall.SIGTERM)
 	if code != 1 || !strings.Contains(p.stderr.String(), "batches still in flight after 500ms were cut") ||
-		strings.Contains(strings.Join(lines, "\n"), "stopped") {
-		t.Fatalf("SIGTERM with the gate shut and --shutdown-timeout 500ms: exit %d, stdout %q:\n%s", code, lines, p.stderr)
+		slices.Contains(lines, "stopped") {
+		t.Fatalf("SIGTERM with the gate shut and --shutdown-timeout 500ms: exit %d, log lines %q:\n%s", code, lines, p.stderr)
 	}
 	committed, distinct := effectCounts(t, pool, schema, "nats")
 	if committed != before || distinct != committed || committed >= orders {

@@ -81,7 +81,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.AMQPQueue, "amqp-queue", "", "RabbitMQ queue consumed (it must exist)")
 	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
 	s(&f.AMQPScope, "amqp-scope", "amqp", "inbox scope of the RabbitMQ deliveries")
-	s(&f.AMQPRetryWindow, "amqp-retry-window", "", "how long RabbitMQ producers may resend a message (default: --retry-window)")
+	clikit.DurationTextFlag(fs, &f.AMQPRetryWindow, "amqp-retry-window", "", "how long RabbitMQ producers may resend a message (default: --retry-window)")
 	s(&f.SQSQueueURL, "sqs-queue-url", "", "SQS queue URL (turns the SQS source on; credentials from the AWS SDK's default chain: environment, shared files and AWS_PROFILE, web identity, container or instance role)")
 	s(&f.SQSEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default: the region's)")
 	s(&f.SQSRegion, "sqs-region", "", "AWS region of the queue (default: AWS_REGION, else the shared config profile's region)")
@@ -92,13 +92,13 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	s(&f.NATSConsumer, "nats-consumer", "", "durable JetStream consumer (created or updated at start)")
 	s(&f.NATSKey, "nats-key", "msg-id", "message id of a message: msg-id (Nats-Msg-Id, else stream/sequence), sequence or header:NAME")
 	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
-	s(&f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
+	clikit.DurationTextFlag(fs, &f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
 	clikit.DurationFlag(fs, &f.NATSAckWait, "nats-ack-wait", 30*time.Second, false, "JetStream AckWait: an unacked message comes back after it")
 	for _, r := range []struct {
 		v    *string
 		name string
 	}{{&f.KafkaRetention, "kafka"}, {&f.AMQPRetention, "amqp"}, {&f.SQSRetention, "sqs"}, {&f.NATSRetention, "nats"}} {
-		s(r.v, r.name+"-retention", "", "keep the "+r.name+" scope's inbox rows this long (default: --retention)")
+		clikit.DurationTextFlag(fs, r.v, r.name+"-retention", "", "keep the "+r.name+" scope's inbox rows this long (default: --retention)")
 	}
 }
 

@@ -33,8 +33,8 @@ func TestServeTwoSourcesOfOneKind(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errs := &lineWriter{lines: make(chan string, 16)}, &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	out, errs := &lineWriter{lines: make(chan string, 64), logged: true}, &syncBuffer{}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() { done <- cli.Main(ctx, env, []string{"serve", "--db", path, "--config", conf}) }()
 	var opsURL, ready string
@@ -109,6 +109,10 @@ func TestServeSourceListErrors(t *testing.T) {
 		{"kafka: k:9092\n", "kafka: want a list of sections"},
 		{"nats:\n  - name: a\n    url: nats://n:4222\n    stream: S\n    consumer: c\n    ack-wait: soon\n", `config FILE line 6: nats source: ack-wait: invalid value "soon"`},
 		{"retention: later\nas4-listen: :0\n", `config FILE line 1: --retention: "later" is not a positive duration`},
+		{"as4-lisen: :0\n", `config FILE line 1: unknown setting "as4-lisen" (settings are the flags of txinbox serve)`},
+		// A NUL (YAML's "\0") would cut a file name short or fail every insert.
+		{"http-listen: \"\"\nscope: \"as\\0four\"\n", `config FILE line 2: scope: invalid value "as\x00four": has a NUL byte`},
+		{"nats:\n  - {name: a, url: nats://n:4222, stream: S, scope: \"s\\0\"}\n", `config FILE line 2: nats source: scope: invalid value "s\x00": has a NUL byte`},
 	} {
 		conf := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(conf, []byte(c.yaml), 0o600); err != nil {
@@ -148,5 +152,9 @@ func TestServeUnreachableDatabase(t *testing.T) {
 	code, _, errs := runServeArgs(t, "--db", "postgres://txinbox@"+deadAddr(t)+"/x?connect_timeout=2", "--as4-listen", "127.0.0.1:0")
 	if code != clikit.ExitFailure || !strings.Contains(errs, "connecting to postgres://txinbox@127.0.0.1") {
 		t.Errorf("exit %d, %q; want 1 and the database named", code, errs)
+	}
+	// Its help says so, as the other commands' say exit 2 for theirs.
+	if _, help, _ := runServeArgs(t, "-h"); !strings.Contains(help, "1  a source or the database failed (also a database that does not answer at start)") {
+		t.Errorf("serve -h does not say that an unreachable database exits 1:\n%s", help)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -28,6 +29,32 @@ type lineWriter struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	lines chan string
+	// logged: the lines are serve's log (stderr), and a start or stop
+	// line is sent as the text serve logs ("ready: as4").
+	logged bool
+}
+
+// progressText is the text of serve's start or stop line ("txinbox:
+// ready: as4", text or JSON) without "txinbox: ", else line.
+func progressText(line string) string {
+	var msg string
+	if strings.HasPrefix(line, "{") {
+		var rec struct{ Msg string }
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			return line
+		}
+		msg = rec.Msg
+	} else if _, rest, ok := strings.Cut(line, ` msg="`); ok {
+		q, err := strconv.QuotedPrefix(`"` + rest)
+		if err != nil {
+			return line
+		}
+		msg, _ = strconv.Unquote(q)
+	}
+	if text, ok := strings.CutPrefix(msg, "txinbox: "); ok {
+		return text
+	}
+	return line
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -40,8 +67,12 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 			w.buf.WriteString(line) // an unfinished line waits for its end
 			return len(p), nil
 		}
+		line = strings.TrimSpace(line)
+		if w.logged {
+			line = progressText(line)
+		}
 		select {
-		case w.lines <- strings.TrimSpace(line):
+		case w.lines <- line:
 		default: // nobody waits for more lines
 		}
 	}
@@ -71,9 +102,9 @@ func (b *syncBuffer) String() string {
 func startServe(t *testing.T, args ...string) (string, func() int, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &lineWriter{lines: make(chan string, 16)}
+	out := &lineWriter{lines: make(chan string, 64), logged: true}
 	errs := &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() { done <- cli.Main(ctx, env, append([]string{"serve", "--as4-listen", "127.0.0.1:0"}, args...)) }()
 	stop := func() int {
@@ -263,9 +294,9 @@ func TestServeHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lineWriter{lines: make(chan string, 16)}
+	out := &lineWriter{lines: make(chan string, 64), logged: true}
 	errs := &syncBuffer{}
-	env := &clikit.Env{Stdout: out, Stderr: errs, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	env := &clikit.Env{Stdout: out, Stderr: io.MultiWriter(errs, out), Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, env, []string{"serve", "--db", filepath.Join(t.TempDir(), "s.db"), "--as4-listen", "127.0.0.1:0",
