@@ -103,7 +103,9 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 		}
 		return err
 	})
-	if err != nil && t.tx.Conn().PgConn().TxStatus() != 'I' {
+	// A closed connection (a queued statement ended its own session) has
+	// nothing to roll back: the attempt's error would hide the statement's.
+	if pc := t.tx.Conn().PgConn(); err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
 		return errors.Join(err, t.tx.Rollback(context.WithoutCancel(ctx)))
 	}
 	return err
