@@ -317,6 +317,11 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		// after the first), so it is the culprit (see answers).
 		df := (*dbFault)(nil)
 		fault := errors.As(herr, &df)
+		if fault {
+			// Lost already: rolled back before the ping, which must not
+			// wait for its connection (a pool of one).
+			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error is herr
+		}
 		if fault && !p.answers(ctx, herr) {
 			return herr
 		}

@@ -229,6 +229,9 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, it.msg))
 		b.handlerTime += time.Since(handlerStart)
 		if df := (*dbFault)(nil); errors.As(herr, &df) {
+			// Lost already: rolled back first, so that the ping does not
+			// wait for the connection (a pool of one).
+			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error is herr
 			if !p.answers(ctx, herr) {
 				return false, herr
 			}

@@ -295,3 +295,4 @@ func TestQueueRefusesOtherTx(t *testing.T) {
 		t.Error("Queue(nil): no error")
 	}
 }
+
