@@ -295,4 +295,3 @@ func TestQueueRefusesOtherTx(t *testing.T) {
 		t.Error("Queue(nil): no error")
 	}
 }
-
