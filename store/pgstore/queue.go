@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,19 +66,20 @@ func (t *pgTx) FlushQueued(ctx context.Context) error {
 		return nil
 	}
 	b := &pgx.Batch{}
-	n := t.queueInto(b)
+	sent := t.queueInto(b)
 	br := t.tx.SendBatch(ctx, b)
-	return closeQueued(br, n, nil)
+	return closeQueued(br, sent, nil)
 }
 
-// queueInto moves the queued statements into b and returns how many.
-func (t *pgTx) queueInto(b *pgx.Batch) int {
-	for _, q := range t.queue {
+// queueInto moves the queued statements into b and returns their texts.
+func (t *pgTx) queueInto(b *pgx.Batch) []string {
+	sent := make([]string, len(t.queue))
+	for i, q := range t.queue {
 		b.Queue(q.sql, q.args...)
+		sent[i] = q.sql
 	}
-	n := len(t.queue)
 	t.queue = nil
-	return n
+	return sent
 }
 
 // commitSetting is the first half of commitSQL, for the extended
@@ -89,11 +91,11 @@ const commitSetting = "SELECT set_config('txinbox.commit', 'on', true)"
 // (the pipeline's rule), and the transaction is rolled back here.
 func (t *pgTx) commitQueued(ctx context.Context) error {
 	b := &pgx.Batch{}
-	n := t.queueInto(b)
+	sent := t.queueInto(b)
 	b.Queue(commitSetting)
 	b.Queue("COMMIT")
 	br := t.tx.SendBatch(ctx, b)
-	err := closeQueued(br, n, func() error {
+	err := closeQueued(br, sent, func() error {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
@@ -111,18 +113,17 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 	return err
 }
 
-// closeQueued reads the results of n queued statements, then runs rest
-// (the statements after them), and closes br. A queued statement's error
-// that the server reports comes back as a *store.QueuedStatementError
-// (a lost connection stays the database's failure).
-func closeQueued(br pgx.BatchResults, n int, rest func() error) error {
+// closeQueued reads the results of the queued statements sent, then runs
+// rest (the statements after them), and closes br. A queued statement's
+// error that the server reports, or that pgx found before sending (a
+// statement that does not parse, an argument it cannot encode), comes
+// back as a *store.QueuedStatementError naming it (a lost connection
+// stays the database's failure).
+func closeQueued(br pgx.BatchResults, sent []string, rest func() error) error {
 	var err error
-	for i := 0; i < n && err == nil; i++ {
+	for i := 0; i < len(sent) && err == nil; i++ {
 		if _, e := br.Exec(); e != nil {
-			err = e
-			if pe := (*pgconn.PgError)(nil); errors.As(e, &pe) {
-				err = &store.QueuedStatementError{Index: i, Err: e}
-			}
+			err = queuedError(e, i, sent)
 		}
 	}
 	if err == nil && rest != nil {
@@ -132,4 +133,22 @@ func closeQueued(br pgx.BatchResults, n int, rest func() error) error {
 		err = cerr
 	}
 	return err
+}
+
+// queuedError is the error e of the i-th statement of sent: a
+// *store.QueuedStatementError when it is the statement's fault. pgx
+// reports a batch it could not prepare or build at its first statement,
+// naming the one at fault.
+func queuedError(e error, i int, sent []string) error {
+	var pp pgx.ErrPreprocessingBatch
+	if errors.As(e, &pp) {
+		if j := slices.Index(sent, pp.SQL()); j >= 0 {
+			i = j
+		}
+		return &store.QueuedStatementError{Index: i, SQL: sent[i], Err: e}
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(e, &pe) {
+		return &store.QueuedStatementError{Index: i, SQL: sent[i], Err: e}
+	}
+	return e
 }

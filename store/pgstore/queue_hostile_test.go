@@ -40,6 +40,9 @@ func TestQueueHostile(t *testing.T) {
 		{"syntax-error", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
 			return pgstore.Queue(tx, "INSERT INTO effects VALUS ('x', 'y')")
 		}, X, "VALUS"},
+		{"unencodable-argument", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
+			return pgstore.Queue(tx, "SELECT $1::int", make(chan int))
+		}, X, "SELECT $1::int"},
 		{"unique-violation", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
 			return pgstore.Queue(tx, "INSERT INTO uniq VALUES (1), (1)")
 		}, X, "uniq_pkey"},
@@ -293,5 +296,31 @@ func TestQueueCheckpointStopsBeforeFailure(t *testing.T) {
 func TestQueueRefusesOtherTx(t *testing.T) {
 	if err := pgstore.Queue(nil, "SELECT 1"); err == nil {
 		t.Error("Queue(nil): no error")
+	}
+}
+
+// TestQueuedStatementErrorNamesIt: the error of a failing queued statement
+// names the statement (its place among the handler's and its text), for
+// an error found when the statement is prepared (syntax) and when it runs.
+func TestQueuedStatementErrorNamesIt(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"INSERT INTO effects VALUS ('x', 'y')", "SELECT 1/0"} {
+		e := newFenv(t, testdb.Require(t), testdb.URL(), nil)
+		p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			for _, sql := range []string{"SELECT 1", bad, "SELECT 2"} {
+				if err := pgstore.Queue(tx, sql); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		res, err := p.Process(e.ctx, messages([]string{"m"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qe *store.QueuedStatementError
+		if !errors.As(res[0].Err, &qe) || qe.Index != 1 || qe.SQL != bad || !strings.Contains(qe.Error(), bad) {
+			t.Errorf("%s: error %v (%+v), want statement 1 named", bad, res[0].Err, qe)
+		}
 	}
 }
