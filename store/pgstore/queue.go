@@ -36,6 +36,12 @@ var errNotBatchTx = errors.New("pgstore.Queue: tx is not the batch transaction a
 //
 // Queue returns an error, and queues nothing, when tx is not the
 // transaction handed to the running handler or that transaction has ended.
+// Goroutines of the handler may queue at the same time, but must be done
+// before it returns: a statement queued later is lost or lands in a later
+// message's savepoint. A handler does not see the statements that handlers
+// of earlier messages of its batch queued (they have not run yet), except
+// in the redo a message at a time: do not queue what a later message's
+// handler reads.
 // For example:
 //
 //	func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
@@ -53,6 +59,8 @@ func Queue(tx pgx.Tx, sql string, args ...any) error {
 	if !h.open() {
 		return errTxEnded
 	}
+	h.owner.queueMu.Lock()
+	defer h.owner.queueMu.Unlock()
 	h.owner.queue = append(h.owner.queue, queued{sql: sql, args: args})
 	return nil
 }

@@ -324,3 +324,30 @@ func TestQueuedStatementErrorNamesIt(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueConcurrent: a batch handler that queues from goroutines of its
+// own (waiting for them before it returns): every statement commits,
+// none lost to a race.
+func TestQueueConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newFenv(t, testdb.Require(t), testdb.URL(), nil)
+	batch := ids("conc", 50)
+	p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxBatchSize: 50, BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+		errs := make(chan error, len(msgs))
+		for _, m := range msgs {
+			go func() { errs <- pgstore.Queue(tx, queueEffect, m.Scope, m.ID) }()
+		}
+		for range msgs {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	res, err := p.Process(e.ctx, messages(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcome(t, res, txinbox.Processed)
+	e.wantTables(each(batch, processedOnce))
+}

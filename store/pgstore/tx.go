@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,10 +29,12 @@ type pgTx struct {
 	tx   pgx.Tx
 	htx  *handlerTx
 	// queue holds the statements handlers queued (Queue) that have not
-	// been sent yet: they travel with the COMMIT (queue.go).
-	queue  []queued
-	q      *queries
-	layout *layout
+	// been sent yet: they travel with the COMMIT (queue.go). queueMu
+	// guards Queue's appends (a handler's goroutines may queue at once).
+	queue   []queued
+	queueMu sync.Mutex
+	q       *queries
+	layout  *layout
 	// plan is the checkpoint the claim saves, if planned; saved is it
 	// once the claim saved it.
 	plan, saved *store.Checkpoint
