@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -204,8 +205,9 @@ func TestQueueMany(t *testing.T) {
 	huge := strings.Repeat("x", 16<<20)
 	p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxBatchSize: 100, BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
 		for _, m := range msgs {
-			for range 100 {
-				if err := pgstore.Queue(tx, queueEffect, m.Scope, m.ID); err != nil {
+			for i := range 100 {
+				// Distinct texts: more than pgx's statement cache holds.
+				if err := pgstore.Queue(tx, queueEffect+" -- "+m.ID+"/"+strconv.Itoa(i), m.Scope, m.ID); err != nil {
 					return err
 				}
 			}
