@@ -107,6 +107,9 @@ type offsetBatch struct {
 	done    int
 	culprit int
 	herr    error
+	// lost is set once a handler of this call lost its connection while
+	// the database answered: a next loss is blamed (see answers).
+	lost bool
 }
 
 // processOffsetBatch runs one batch with its hooks and transient retries,
@@ -258,9 +261,11 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		}
 		herr = err // a handler's queued statement failed: found as a handler's error
 	}
-	if _, err := p.rollbackFailed(ctx, tx, herr); err != nil {
+	up, err := p.rollbackFailed(ctx, tx, herr)
+	if err != nil {
 		return err
 	}
+	ob.lost = up
 	info.Redone = true
 	return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
 }
@@ -313,8 +318,8 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 			continue
 		}
 		// A connection closed by the server while the database answers:
-		// its handler lost it a second time (runOffsets redid the batch
-		// after the first), so it is the culprit (see answers).
+		// the first loss of this call (an outage may have struck it) runs
+		// the prefix again; a second one is the culprit (see answers).
 		df := (*dbFault)(nil)
 		fault := errors.As(herr, &df)
 		if fault {
@@ -324,6 +329,10 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		}
 		if fault && !p.answers(ctx, herr) {
 			return herr
+		}
+		if fault && !ob.lost {
+			ob.lost = true
+			return p.offsetPrefix(ctx, ob, saved, limit)
 		}
 		if fault {
 			herr = fmt.Errorf("txinbox: its handler's connection was closed while the database answered: %w", herr)

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -137,4 +138,36 @@ func TestSelfTerminateCancelled(t *testing.T) {
 	res, err := p.Process(ctx, messages([]string{"a", "k", "b"}))
 	wantNotCommitted(t, res, err, 3)
 	e.wantTables(nil)
+}
+
+// TestOffsetsFirstLossInTheRedoNotBlamed: offsets as the inbox; another
+// message's plain failure makes the batch be redone message by message,
+// and in that redo a message loses its connection for the first time
+// (an outage that struck while it ran looks the same): it is not blamed
+// (MaxAttempts 1 would dead-letter it), it runs again and is processed.
+func TestOffsetsFirstLossInTheRedoNotBlamed(t *testing.T) {
+	t.Parallel()
+	e := newFenv(t, testdb.Require(t), testdb.URL(), nil)
+	batch := ids("redo", 5)
+	calls := map[string]int{}
+	p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		calls[m.ID]++
+		if err := insertEffect(ctx, tx, m); err != nil {
+			return err
+		}
+		switch {
+		case m.ID == batch[3]:
+			return errors.New("plain failure")
+		case m.ID == batch[1] && calls[m.ID] == 2:
+			return terminateOwnBackend(ctx, tx)
+		}
+		return nil
+	}})
+	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3, 4}, Saved: -1}
+	if _, _, err := p.ProcessOffsets(e.ctx, messages(batch), cp); err != nil {
+		t.Fatalf("ProcessOffsets: %v (the database answers: no outage)", err)
+	}
+	want := each(batch, rows{Effects: 1})
+	want[batch[3]] = rows{Attempts: 1, DeadLetters: 1}
+	e.wantTables(want)
 }
