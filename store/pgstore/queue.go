@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,7 +31,11 @@ var errNotBatchTx = errors.New("pgstore.Queue: tx is not the batch transaction a
 // returned, only their errors. If one fails, the transaction rolls back
 // and the batch is redone a message at a time, each message's statements
 // sent right after its handler, under its savepoint: the failure then
-// fails that message alone, like an error its handler returned. args are
+// fails that message alone, like an error its handler returned. A queued
+// statement that ends the transaction (ROLLBACK as SQL, with or without
+// AND CHAIN) fails its message too, and nothing queued after it commits:
+// the queued statements are sent between two small statements that mark
+// the transaction and check the mark, in the same round trip. args are
 // read when the statement is sent: do not change them after queueing
 // (as with pgx.Batch).
 //
@@ -79,8 +84,25 @@ func (t *pgTx) FlushQueued(ctx context.Context) error {
 	return closeQueued(br, sent, nil)
 }
 
-// queueInto moves the queued statements into b and returns their texts.
+// queueOpen, sent before the queued statements, marks the batch
+// transaction (a setting local to it); queueCheck, after them, fails
+// (division by zero) when the mark is gone: a queued statement ended the
+// transaction (ROLLBACK, ROLLBACK AND CHAIN, ...), the statements after it
+// ran outside it, and the check's failure rolls them back instead of
+// letting them commit on their own.
+const (
+	queueOpen  = "SELECT set_config('txinbox.queued', 'open', true)"
+	queueCheck = "SELECT 1 / coalesce(current_setting('txinbox.queued', true) = 'open', false)::int"
+)
+
+var errQueuedEndedTx = errors.New("pgstore: it ended the batch transaction (COMMIT or ROLLBACK as SQL); " +
+	"the statements queued after it were rolled back")
+
+// queueInto moves the queued statements into b, between queueOpen and
+// queueCheck, and returns their texts.
 func (t *pgTx) queueInto(b *pgx.Batch) []string {
+	b.Queue(queueOpen)
+	defer b.Queue(queueCheck)
 	sent := make([]string, len(t.queue))
 	for i, q := range t.queue {
 		b.Queue(q.sql, q.args...)
@@ -128,11 +150,22 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 // back as a *store.QueuedStatementError naming it (a lost connection
 // stays the database's failure).
 func closeQueued(br pgx.BatchResults, sent []string, rest func() error) error {
-	var err error
+	// queueOpen: pgx reports here a statement it could not prepare.
+	_, err := br.Exec()
+	if pp := (pgx.ErrPreprocessingBatch{}); errors.As(err, &pp) {
+		err = queuedError(err, 0, sent)
+	}
+	ended := -1
 	for i := 0; i < len(sent) && err == nil; i++ {
-		if _, e := br.Exec(); e != nil {
+		tag, e := br.Exec()
+		if e != nil {
 			err = queuedError(e, i, sent)
+		} else if ended < 0 && endsTx(tag) {
+			ended = i
 		}
+	}
+	if err == nil {
+		err = checkQueued(br, ended, sent)
 	}
 	if err == nil && rest != nil {
 		err = rest()
@@ -159,4 +192,24 @@ func queuedError(e error, i int, sent []string) error {
 		return &store.QueuedStatementError{Index: i, SQL: sent[i], Err: e}
 	}
 	return e
+}
+
+// endsTx reports a statement that ends a transaction, from its tag
+// (ROLLBACK TO SAVEPOINT's tag is ROLLBACK too).
+func endsTx(tag pgconn.CommandTag) bool {
+	t := tag.String()
+	return t == "ROLLBACK" || t == "COMMIT" || strings.HasPrefix(t, "PREPARE TRANSACTION")
+}
+
+// checkQueued reads queueCheck's result: its division by zero says that
+// a queued statement ended the transaction, the one at ended if known.
+func checkQueued(br pgx.BatchResults, ended int, sent []string) error {
+	_, err := br.Exec()
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22012" {
+		return err
+	}
+	if ended < 0 {
+		ended = len(sent) - 1
+	}
+	return &store.QueuedStatementError{Index: ended, SQL: sent[ended], Err: errQueuedEndedTx}
 }

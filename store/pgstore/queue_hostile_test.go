@@ -44,6 +44,24 @@ func TestQueueHostile(t *testing.T) {
 		{"unencodable-argument", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
 			return pgstore.Queue(tx, "SELECT $1::int", make(chan int))
 		}, X, "SELECT $1::int"},
+		{"queues-rollback", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
+			return pgstore.Queue(tx, "ROLLBACK")
+		}, X, "ROLLBACK"},
+		{"queues-rollback-then-more", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
+			if err := pgstore.Queue(tx, "ROLLBACK"); err != nil {
+				return err
+			}
+			return pgstore.Queue(tx, queueEffect, "s", "stray")
+		}, X, "ROLLBACK"},
+		{"queues-rollback-and-chain", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
+			if err := pgstore.Queue(tx, "ROLLBACK AND CHAIN"); err != nil {
+				return err
+			}
+			return pgstore.Queue(tx, queueEffect, "s", "stray")
+		}, X, "ROLLBACK AND CHAIN"},
+		{"queues-commit", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
+			return pgstore.Queue(tx, "COMMIT")
+		}, X, "COMMIT"},
 		{"unique-violation", func(_ context.Context, tx pgx.Tx, _ *txinbox.Message) error {
 			return pgstore.Queue(tx, "INSERT INTO uniq VALUES (1), (1)")
 		}, X, "uniq_pkey"},
@@ -352,4 +370,30 @@ func TestQueueConcurrent(t *testing.T) {
 	}
 	wantOutcome(t, res, txinbox.Processed)
 	e.wantTables(each(batch, processedOnce))
+}
+
+// TestQueueRollbackOffsets: offsets as the inbox, a handler queues
+// ROLLBACK and then its effect: nothing queued after the ROLLBACK
+// commits, the others take effect once and the checkpoint passes the
+// culprit, dead-lettered (MaxAttempts 1).
+func TestQueueRollbackOffsets(t *testing.T) {
+	t.Parallel()
+	e := newFenv(t, testdb.Require(t), testdb.URL(), nil)
+	batch := ids("qrb", 4)
+	p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		if m.ID == batch[1] {
+			if err := pgstore.Queue(tx, "ROLLBACK"); err != nil {
+				return err
+			}
+		}
+		return pgstore.Queue(tx, queueEffect, m.Scope, m.ID)
+	}})
+	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3}, Saved: -1}
+	res, saved, err := p.ProcessOffsets(e.ctx, messages(batch), cp)
+	if err != nil || saved != 3 || res[1].Outcome != txinbox.DeadLettered {
+		t.Fatalf("ProcessOffsets: %v, saved %d, %v; want the culprit dead-lettered, saved at 3", res, saved, err)
+	}
+	want := each(batch, rows{Effects: 1})
+	want[batch[1]] = rows{Attempts: 1, DeadLetters: 1}
+	e.wantTables(want)
 }

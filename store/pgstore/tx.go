@@ -178,6 +178,9 @@ func (t *pgTx) Check(herr error) error {
 		return &store.BrokenTxError{Lost: true, ConnClosed: true,
 			Reason: "its connection was closed during the handler (pgx closes it when a statement's context expires, e.g. the handler's own deadline)"}
 	}
+	if errors.Is(herr, errQueuedEndedTx) { // ROLLBACK AND CHAIN leaves a transaction open, not the batch's
+		return &store.BrokenTxError{Lost: true, Reason: "a statement it queued ended the transaction (COMMIT or ROLLBACK as SQL)"}
+	}
 	switch pc.TxStatus() {
 	case 'I':
 		return &store.BrokenTxError{Lost: true,
