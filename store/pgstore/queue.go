@@ -84,25 +84,15 @@ func (t *pgTx) FlushQueued(ctx context.Context) error {
 	return closeQueued(br, sent, nil)
 }
 
-// queueOpen, sent before the queued statements, marks the batch
-// transaction (a setting local to it); queueCheck, after them, fails
-// (division by zero) when the mark is gone: a queued statement ended the
-// transaction (ROLLBACK, ROLLBACK AND CHAIN, ...), the statements after it
-// ran outside it, and the check's failure rolls them back instead of
-// letting them commit on their own.
-const (
-	queueOpen  = "SELECT set_config('txinbox.queued', 'open', true)"
-	queueCheck = "SELECT 1 / coalesce(current_setting('txinbox.queued', true) = 'open', false)::int"
-)
-
 var errQueuedEndedTx = errors.New("pgstore: it ended the batch transaction (COMMIT or ROLLBACK as SQL); " +
 	"the statements queued after it were rolled back")
 
-// queueInto moves the queued statements into b, between queueOpen and
-// queueCheck, and returns their texts.
+// queueInto moves the queued statements into b, followed by checkBatch
+// (a queued statement that ended the transaction fails it, and what ran
+// after it is rolled back instead of committing on its own), and returns
+// their texts.
 func (t *pgTx) queueInto(b *pgx.Batch) []string {
-	b.Queue(queueOpen)
-	defer b.Queue(queueCheck)
+	defer b.Queue(checkBatch)
 	sent := make([]string, len(t.queue))
 	for i, q := range t.queue {
 		b.Queue(q.sql, q.args...)
@@ -111,10 +101,6 @@ func (t *pgTx) queueInto(b *pgx.Batch) []string {
 	t.queue = nil
 	return sent
 }
-
-// commitSetting is the first half of commitSQL, for the extended
-// protocol (one statement per query).
-const commitSetting = "SELECT set_config('txinbox.commit', 'on', true)"
 
 // commitQueued sends the queued statements and the COMMIT in one round
 // trip. If a statement fails, those after it and the COMMIT are skipped
@@ -150,11 +136,7 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 // back as a *store.QueuedStatementError naming it (a lost connection
 // stays the database's failure).
 func closeQueued(br pgx.BatchResults, sent []string, rest func() error) error {
-	// queueOpen: pgx reports here a statement it could not prepare.
-	_, err := br.Exec()
-	if pp := (pgx.ErrPreprocessingBatch{}); errors.As(err, &pp) {
-		err = queuedError(err, 0, sent)
-	}
+	var err error
 	ended := -1
 	for i := 0; i < len(sent) && err == nil; i++ {
 		tag, e := br.Exec()
@@ -201,15 +183,21 @@ func endsTx(tag pgconn.CommandTag) bool {
 	return t == "ROLLBACK" || t == "COMMIT" || strings.HasPrefix(t, "PREPARE TRANSACTION")
 }
 
-// checkQueued reads queueCheck's result: its division by zero says that
-// a queued statement ended the transaction, the one at ended if known.
+// checkQueued reads checkBatch's result: its failure says that a
+// queued statement ended the transaction, the one at ended if known.
 func checkQueued(br pgx.BatchResults, ended int, sent []string) error {
 	_, err := br.Exec()
-	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22012" {
+	if !isNotBatchTx(err) {
 		return err
 	}
 	if ended < 0 {
 		ended = len(sent) - 1
 	}
 	return &store.QueuedStatementError{Index: ended, SQL: sent[ended], Err: errQueuedEndedTx}
+}
+
+// isNotBatchTx reports checkBatch's failure (also in commitSQL).
+func isNotBatchTx(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, notBatchTx)
 }
