@@ -256,10 +256,11 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		if err == nil {
 			ob.done = len(ob.msgs)
 		}
-		if qe := (*store.QueuedStatementError)(nil); !errors.As(err, &qe) {
+		qe, bt := (*store.QueuedStatementError)(nil), (*store.BrokenTxError)(nil)
+		if !errors.As(err, &qe) && !errors.As(err, &bt) {
 			return err
 		}
-		herr = err // a handler's queued statement failed: found as a handler's error
+		herr = err // a handler's queued statement failed, or it ended the transaction: found as a handler's error
 	}
 	up, err := p.rollbackFailed(ctx, tx, herr)
 	if err != nil {
@@ -312,10 +313,14 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		}
 		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, ob.msgs[i]))
 		if herr == nil {
-			if err := tx.ReleaseSavepoint(ctx); err != nil {
-				return err
+			err := tx.ReleaseSavepoint(ctx)
+			if bt := (*store.BrokenTxError)(nil); !errors.As(err, &bt) || !bt.Lost {
+				if err != nil {
+					return err
+				}
+				continue
 			}
-			continue
+			herr = fmt.Errorf("txinbox: %w", err) // its savepoint is gone: ROLLBACK AND CHAIN as SQL
 		}
 		// A connection closed by the server while the database answers:
 		// the first loss of this call (an outage may have struck it) runs

@@ -15,7 +15,7 @@ import (
 // connection looks fine) must not make the batch look committed: its
 // message fails alone, the others commit once, and what it ran after the
 // ROLLBACK is not committed; with a handler, a batch handler and offsets
-// as the inbox (there, at least nothing is acked that did not commit).
+// as the inbox.
 func TestHandlerRollbackAndChain(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"handler", "batch-handler", "offsets"} {
@@ -45,21 +45,16 @@ func TestHandlerRollbackAndChain(t *testing.T) {
 				}
 			}
 			p := e.processor(nil, cfg)
+			var res []txinbox.Result
+			var err error
+			want := each(batch, processedOnce)
 			if mode == "offsets" {
+				want = each(batch, rows{Effects: 1})
 				cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3}, Saved: -1}
-				res, _, _ := p.ProcessOffsets(e.ctx, messages(batch), cp)
-				got := e.tables()
-				for i, r := range res {
-					if r.Outcome == txinbox.Processed && got[batch[i]].Effects != 1 {
-						t.Errorf("%s acked as processed, with %d effects", batch[i], got[batch[i]].Effects)
-					}
-				}
-				if got["stray"].Effects != 0 {
-					t.Error("what the handler ran after its ROLLBACK AND CHAIN committed")
-				}
-				return
+				res, _, err = p.ProcessOffsets(e.ctx, messages(batch), cp)
+			} else {
+				res, err = p.Process(e.ctx, messages(batch))
 			}
-			res, err := p.Process(e.ctx, messages(batch))
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
@@ -72,7 +67,6 @@ func TestHandlerRollbackAndChain(t *testing.T) {
 					t.Errorf("%s: %v (%v), want %v", batch[i], r.Outcome, r.Err, want)
 				}
 			}
-			want := each(batch, processedOnce)
 			want[batch[1]] = rows{Attempts: 1, DeadLetters: 1}
 			e.wantTables(want)
 		})
