@@ -123,6 +123,9 @@ type offsetBatch struct {
 	done    int
 	culprit int
 	herr    error
+	// lost is set once a handler of this call lost its connection while
+	// the database answered: a next loss is blamed (see answers).
+	lost bool
 }
 
 // processOffsetBatch runs one batch with its hooks and transient retries,
@@ -281,14 +284,17 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 		if err == nil {
 			ob.done = len(ob.msgs)
 		}
-		if qe := (*store.QueuedStatementError)(nil); !errors.As(err, &qe) {
+		qe, bt := (*store.QueuedStatementError)(nil), (*store.BrokenTxError)(nil)
+		if !errors.As(err, &qe) && !errors.As(err, &bt) {
 			return err
 		}
-		herr = err // a handler's queued statement failed: found as a handler's error
+		herr = err // a handler's queued statement failed, or it ended the transaction: found as a handler's error
 	}
-	if _, err := p.rollbackFailed(ctx, tx, herr); err != nil {
+	up, err := p.rollbackFailed(ctx, tx, herr)
+	if err != nil {
 		return err
 	}
+	ob.lost = up
 	info.Redone = true
 	if culprit < 0 { // a BatchHandler failed: which message is not known
 		return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
@@ -357,18 +363,31 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		}
 		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, ob.msgs[i]))
 		if herr == nil {
-			if err := tx.ReleaseSavepoint(ctx); err != nil {
-				return err
+			err := tx.ReleaseSavepoint(ctx)
+			if bt := (*store.BrokenTxError)(nil); !errors.As(err, &bt) || !bt.Lost {
+				if err != nil {
+					return err
+				}
+				continue
 			}
-			continue
+			herr = fmt.Errorf("txinbox: %w", err) // its savepoint is gone: ROLLBACK AND CHAIN as SQL
 		}
 		// A connection closed by the server while the database answers:
-		// its handler lost it a second time (runOffsets redid the batch
-		// after the first), so it is the culprit (see answers).
+		// the first loss of this call (an outage may have struck it) runs
+		// the prefix again; a second one is the culprit (see answers).
 		df := (*dbFault)(nil)
 		fault := errors.As(herr, &df)
+		if fault {
+			// Lost already: rolled back before the ping, which must not
+			// wait for its connection (a pool of one).
+			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error is herr
+		}
 		if fault && !p.answers(ctx, herr) {
 			return herr
+		}
+		if fault && !ob.lost {
+			ob.lost = true
+			return p.offsetPrefix(ctx, ob, saved, limit)
 		}
 		if fault {
 			herr = fmt.Errorf("txinbox: its handler's connection was closed while the database answered: %w", herr)

@@ -62,9 +62,11 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 			it.res = Result{Outcome: Processed}
 		}
 		// A statement a handler queued fails at the commit (in its
-		// round trip): a handler's failure, redone with savepoints.
+		// round trip), or the commit finds that a handler ended the
+		// transaction: a handler's failure, redone with savepoints.
 		var qe *store.QueuedStatementError
-		if herr = p.commit(ctx, tx, b); !errors.As(herr, &qe) {
+		var bt *store.BrokenTxError
+		if herr = p.commit(ctx, tx, b); !errors.As(herr, &qe) && !errors.As(herr, &bt) {
 			return herr
 		}
 	}
@@ -224,36 +226,52 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 			return false, err
 		}
 	}
-	if claims[0].Status == store.ClaimNew {
-		handlerStart := time.Now()
-		herr := p.afterHandler(tx, p.callFlushed(ctx, tx, it.msg))
-		b.handlerTime += time.Since(handlerStart)
-		if df := (*dbFault)(nil); errors.As(herr, &df) {
-			if !p.answers(ctx, herr) {
-				return false, herr
-			}
-			p.suspect(b, it, herr)
-			return true, errRedo
-		}
-		if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
-			p.markFailed(it, herr)
-			it.excluded = true
-			return true, errRedo
-		}
-		if herr != nil {
-			if err := tx.RollbackToSavepoint(ctx); err != nil {
-				return false, errors.Join(err, herr)
-			}
-			if ctx.Err() != nil {
-				return false, errors.Join(ctx.Err(), herr)
-			}
-			p.markFailed(it, herr)
-			it.excluded = true // not run again by a redo of this pass
-			return true, nil
-		}
-		it.res = Result{Outcome: Processed}
+	if claims[0].Status != store.ClaimNew {
+		return false, tx.ReleaseSavepoint(ctx)
 	}
-	return false, tx.ReleaseSavepoint(ctx)
+	return p.runHandlerOne(ctx, tx, b, it)
+}
+
+// runHandlerOne runs the handler of a message claimed under its savepoint
+// and releases it, or rolls it back if the handler failed.
+func (p *Processor[TTx]) runHandlerOne(ctx context.Context, tx store.Tx[TTx], b *batch, it *item) (failed bool, err error) {
+	handlerStart := time.Now()
+	herr := p.afterHandler(tx, p.callFlushed(ctx, tx, it.msg))
+	b.handlerTime += time.Since(handlerStart)
+	if herr == nil {
+		err := tx.ReleaseSavepoint(ctx)
+		if bt := (*store.BrokenTxError)(nil); !errors.As(err, &bt) || !bt.Lost {
+			it.res = Result{Outcome: Processed}
+			return false, err
+		}
+		// Its savepoint is gone: it ended the transaction and began
+		// another (ROLLBACK AND CHAIN as SQL).
+		herr = fmt.Errorf("txinbox: %w", err)
+	}
+	if df := (*dbFault)(nil); errors.As(herr, &df) {
+		// Lost already: rolled back first, so that the ping does not
+		// wait for the connection (a pool of one).
+		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the error is herr
+		if !p.answers(ctx, herr) {
+			return false, herr
+		}
+		p.suspect(b, it, herr)
+		return true, errRedo
+	}
+	if bt := (*store.BrokenTxError)(nil); errors.As(herr, &bt) && bt.Lost {
+		p.markFailed(it, herr)
+		it.excluded = true
+		return true, errRedo
+	}
+	if err := tx.RollbackToSavepoint(ctx); err != nil {
+		return false, errors.Join(err, herr)
+	}
+	if ctx.Err() != nil {
+		return false, errors.Join(ctx.Err(), herr)
+	}
+	p.markFailed(it, herr)
+	it.excluded = true // not run again by a redo of this pass
+	return true, nil
 }
 
 // callFlushed runs the handler of one message under its savepoint and

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -311,11 +312,17 @@ type StatementQueue interface {
 type QueuedStatementError struct {
 	// Index is the statement's place among those sent together.
 	Index int
-	Err   error
+	// SQL is the statement's text.
+	SQL string
+	Err error
 }
 
 func (e *QueuedStatementError) Error() string {
-	return "a statement queued by the handler failed: " + e.Err.Error()
+	sql := e.SQL
+	if r := []rune(sql); len(r) > 200 {
+		sql = string(r[:200]) + "…"
+	}
+	return fmt.Sprintf("statement %d queued by the handler failed (%s): %v", e.Index, sql, e.Err)
 }
 
 func (e *QueuedStatementError) Unwrap() error { return e.Err }

@@ -41,8 +41,7 @@ func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previ
 		err := t.tx.QueryRow(ctx, t.q.advance, args...).Scan(&n)
 		return n == 1, err
 	}
-	b := &pgx.Batch{}
-	b.BeginTx(txOptions)
+	b := firstBatch()
 	b.Queue(t.q.advance, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&n) })
 	err := t.sendFirst(ctx, b)
 	return n == 1, err

@@ -46,10 +46,27 @@ func qualify(schema, name string) string {
 const guardCTE = `WITH guard AS (INSERT INTO {tx_guard} AS g (backend_pid) VALUES (pg_backend_pid())
     ON CONFLICT (backend_pid) DO UPDATE SET batches = g.batches + 1)`
 
-// commitSQL is the processor's commit of a batch transaction: it tells the
-// commit guard that this COMMIT is the processor's (one round trip, the
-// simple protocol).
-const commitSQL = "SELECT set_config('txinbox.commit', 'on', true); COMMIT"
+// markBatch is the second statement of every batch transaction (with
+// its BEGIN, in one round trip): a setting local to the transaction, gone
+// if a handler ends it with ROLLBACK as SQL, even with AND CHAIN (which
+// leaves another transaction open).
+const markBatch = "SELECT set_config('txinbox.batch', 'open', true)"
+
+// notBatchTx is the text of checkBatch's error.
+const notBatchTx = "txinbox: not the batch transaction"
+
+// checkBatch fails (invalid input syntax for type integer, naming
+// notBatchTx) when the transaction is no longer the batch's (markBatch).
+const checkBatch = "SELECT (CASE current_setting('txinbox.batch', true) WHEN 'open' THEN '1' ELSE '" + notBatchTx + "' END)::int"
+
+// commitSetting tells the commit guard that the COMMIT after it is the
+// processor's, once it checked that the transaction is the batch's.
+const commitSetting = "SELECT set_config('txinbox.commit', 'on', true), " +
+	"(CASE current_setting('txinbox.batch', true) WHEN 'open' THEN '1' ELSE '" + notBatchTx + "' END)::int"
+
+// commitSQL is the processor's commit of a batch transaction (one round
+// trip, the simple protocol).
+const commitSQL = commitSetting + "; COMMIT"
 
 // classifySelect ends a claim whose insert is the CTE txinbox_inserted:
 // it returns, for each key of the batch (from, with its ordinal ord) that

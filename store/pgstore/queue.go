@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,12 +31,22 @@ var errNotBatchTx = errors.New("pgstore.Queue: tx is not the batch transaction a
 // returned, only their errors. If one fails, the transaction rolls back
 // and the batch is redone a message at a time, each message's statements
 // sent right after its handler, under its savepoint: the failure then
-// fails that message alone, like an error its handler returned. args are
+// fails that message alone, like an error its handler returned. A queued
+// statement that ends the transaction (ROLLBACK as SQL, with or without
+// AND CHAIN) fails its message too, and nothing queued after it commits:
+// the queued statements are sent between two small statements that mark
+// the transaction and check the mark, in the same round trip. args are
 // read when the statement is sent: do not change them after queueing
 // (as with pgx.Batch).
 //
 // Queue returns an error, and queues nothing, when tx is not the
 // transaction handed to the running handler or that transaction has ended.
+// Goroutines of the handler may queue at the same time, but must be done
+// before it returns: a statement queued later is lost or lands in a later
+// message's savepoint. A handler does not see the statements that handlers
+// of earlier messages of its batch queued (they have not run yet), except
+// in the redo a message at a time: do not queue what a later message's
+// handler reads.
 // For example:
 //
 //	func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
@@ -52,6 +64,8 @@ func Queue(tx pgx.Tx, sql string, args ...any) error {
 	if !h.open() {
 		return errTxEnded
 	}
+	h.owner.queueMu.Lock()
+	defer h.owner.queueMu.Unlock()
 	h.owner.queue = append(h.owner.queue, queued{sql: sql, args: args})
 	return nil
 }
@@ -65,35 +79,39 @@ func (t *pgTx) FlushQueued(ctx context.Context) error {
 		return nil
 	}
 	b := &pgx.Batch{}
-	n := t.queueInto(b)
+	sent := t.queueInto(b)
 	br := t.tx.SendBatch(ctx, b)
-	return closeQueued(br, n, nil)
+	return closeQueued(br, sent, nil)
 }
 
-// queueInto moves the queued statements into b and returns how many.
-func (t *pgTx) queueInto(b *pgx.Batch) int {
-	for _, q := range t.queue {
+var errQueuedEndedTx = errors.New("pgstore: it ended the batch transaction (COMMIT or ROLLBACK as SQL); " +
+	"the statements queued after it were rolled back")
+
+// queueInto moves the queued statements into b, followed by checkBatch
+// (a queued statement that ended the transaction fails it, and what ran
+// after it is rolled back instead of committing on its own), and returns
+// their texts.
+func (t *pgTx) queueInto(b *pgx.Batch) []string {
+	defer b.Queue(checkBatch)
+	sent := make([]string, len(t.queue))
+	for i, q := range t.queue {
 		b.Queue(q.sql, q.args...)
+		sent[i] = q.sql
 	}
-	n := len(t.queue)
 	t.queue = nil
-	return n
+	return sent
 }
-
-// commitSetting is the first half of commitSQL, for the extended
-// protocol (one statement per query).
-const commitSetting = "SELECT set_config('txinbox.commit', 'on', true)"
 
 // commitQueued sends the queued statements and the COMMIT in one round
 // trip. If a statement fails, those after it and the COMMIT are skipped
 // (the pipeline's rule), and the transaction is rolled back here.
 func (t *pgTx) commitQueued(ctx context.Context) error {
 	b := &pgx.Batch{}
-	n := t.queueInto(b)
+	sent := t.queueInto(b)
 	b.Queue(commitSetting)
 	b.Queue("COMMIT")
 	br := t.tx.SendBatch(ctx, b)
-	err := closeQueued(br, n, func() error {
+	err := closeQueued(br, sent, func() error {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
@@ -103,25 +121,33 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 		}
 		return err
 	})
-	if err != nil && t.tx.Conn().PgConn().TxStatus() != 'I' {
+	// A closed connection (a queued statement ended its own session) has
+	// nothing to roll back: the attempt's error would hide the statement's.
+	if pc := t.tx.Conn().PgConn(); err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
 		return errors.Join(err, t.tx.Rollback(context.WithoutCancel(ctx)))
 	}
 	return err
 }
 
-// closeQueued reads the results of n queued statements, then runs rest
-// (the statements after them), and closes br. A queued statement's error
-// that the server reports comes back as a *store.QueuedStatementError
-// (a lost connection stays the database's failure).
-func closeQueued(br pgx.BatchResults, n int, rest func() error) error {
+// closeQueued reads the results of the queued statements sent, then runs
+// rest (the statements after them), and closes br. A queued statement's
+// error that the server reports, or that pgx found before sending (a
+// statement that does not parse, an argument it cannot encode), comes
+// back as a *store.QueuedStatementError naming it (a lost connection
+// stays the database's failure).
+func closeQueued(br pgx.BatchResults, sent []string, rest func() error) error {
 	var err error
-	for i := 0; i < n && err == nil; i++ {
-		if _, e := br.Exec(); e != nil {
-			err = e
-			if pe := (*pgconn.PgError)(nil); errors.As(e, &pe) {
-				err = &store.QueuedStatementError{Index: i, Err: e}
-			}
+	ended := -1
+	for i := 0; i < len(sent) && err == nil; i++ {
+		tag, e := br.Exec()
+		if e != nil {
+			err = queuedError(e, i, sent)
+		} else if ended < 0 && endsTx(tag) {
+			ended = i
 		}
+	}
+	if err == nil {
+		err = checkQueued(br, ended, sent)
 	}
 	if err == nil && rest != nil {
 		err = rest()
@@ -130,4 +156,48 @@ func closeQueued(br pgx.BatchResults, n int, rest func() error) error {
 		err = cerr
 	}
 	return err
+}
+
+// queuedError is the error e of the i-th statement of sent: a
+// *store.QueuedStatementError when it is the statement's fault. pgx
+// reports a batch it could not prepare or build at its first statement,
+// naming the one at fault.
+func queuedError(e error, i int, sent []string) error {
+	var pp pgx.ErrPreprocessingBatch
+	if errors.As(e, &pp) {
+		if j := slices.Index(sent, pp.SQL()); j >= 0 {
+			i = j
+		}
+		return &store.QueuedStatementError{Index: i, SQL: sent[i], Err: e}
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(e, &pe) {
+		return &store.QueuedStatementError{Index: i, SQL: sent[i], Err: e}
+	}
+	return e
+}
+
+// endsTx reports a statement that ends a transaction, from its tag
+// (ROLLBACK TO SAVEPOINT's tag is ROLLBACK too).
+func endsTx(tag pgconn.CommandTag) bool {
+	t := tag.String()
+	return t == "ROLLBACK" || t == "COMMIT" || strings.HasPrefix(t, "PREPARE TRANSACTION")
+}
+
+// checkQueued reads checkBatch's result: its failure says that a
+// queued statement ended the transaction, the one at ended if known.
+func checkQueued(br pgx.BatchResults, ended int, sent []string) error {
+	_, err := br.Exec()
+	if !isNotBatchTx(err) {
+		return err
+	}
+	if ended < 0 {
+		ended = len(sent) - 1
+	}
+	return &store.QueuedStatementError{Index: ended, SQL: sent[ended], Err: errQueuedEndedTx}
+}
+
+// isNotBatchTx reports checkBatch's failure (also in commitSQL).
+func isNotBatchTx(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, notBatchTx)
 }

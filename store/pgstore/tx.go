@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,10 +29,12 @@ type pgTx struct {
 	tx   pgx.Tx
 	htx  *handlerTx
 	// queue holds the statements handlers queued (Queue) that have not
-	// been sent yet: they travel with the COMMIT (queue.go).
-	queue  []queued
-	q      *queries
-	layout *layout
+	// been sent yet: they travel with the COMMIT (queue.go). queueMu
+	// guards Queue's appends (a handler's goroutines may queue at once).
+	queue   []queued
+	queueMu sync.Mutex
+	q       *queries
+	layout  *layout
 	// plan is the checkpoint the claim saves, if planned; saved is it
 	// once the claim saved it.
 	plan, saved *store.Checkpoint
@@ -175,6 +178,9 @@ func (t *pgTx) Check(herr error) error {
 		return &store.BrokenTxError{Lost: true, ConnClosed: true,
 			Reason: "its connection was closed during the handler (pgx closes it when a statement's context expires, e.g. the handler's own deadline)"}
 	}
+	if errors.Is(herr, errQueuedEndedTx) { // ROLLBACK AND CHAIN leaves a transaction open, not the batch's
+		return &store.BrokenTxError{Lost: true, Reason: "a statement it queued ended the transaction (COMMIT or ROLLBACK as SQL)"}
+	}
 	switch pc.TxStatus() {
 	case 'I':
 		return &store.BrokenTxError{Lost: true,
@@ -191,23 +197,22 @@ func (t *pgTx) begin(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	c, err := t.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	t.conn = c
-	tx, err := c.BeginTx(ctx, txOptions)
-	if err != nil {
-		t.release()
-		return err
-	}
-	t.tx = tx
+	b := firstBatch()
 	if t.layout.partitioned {
 		// Taken before any savepoint: a lock taken inside one would be
 		// released by ROLLBACK TO SAVEPOINT.
-		_, err = tx.Exec(ctx, lockPeriodShared, t.layout.periodLock)
+		b.Queue(lockPeriodShared, t.layout.periodLock)
 	}
-	return err
+	return t.sendFirst(ctx, b)
+}
+
+// firstBatch begins a transaction's first round trip: the BEGIN and
+// markBatch, which the commit checks.
+func firstBatch() *pgx.Batch {
+	b := &pgx.Batch{}
+	b.BeginTx(txOptions)
+	b.Queue(markBatch)
+	return b
 }
 
 func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
@@ -310,8 +315,7 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 		}
 		return scan(rs)
 	}
-	b := &pgx.Batch{}
-	b.BeginTx(txOptions)
+	b := firstBatch()
 	if t.layout.partitioned {
 		// Same round trip; the claim's own snapshot is taken after the
 		// lock is granted (partition.go).
@@ -475,8 +479,14 @@ func (t *pgTx) RollbackToSavepoint(ctx context.Context) error {
 	return err
 }
 
+// ReleaseSavepoint releases the message's savepoint; when it is gone (a
+// handler ended the transaction and began another: ROLLBACK AND CHAIN as
+// SQL), the error is a *store.BrokenTxError, Lost.
 func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
 	_, err := t.tx.Exec(ctx, "RELEASE SAVEPOINT txinbox_message")
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "3B001" {
+		return &store.BrokenTxError{Lost: true, Reason: "it ended the batch transaction and began another (ROLLBACK AND CHAIN as SQL?)"}
+	}
 	return err
 }
 
@@ -491,7 +501,14 @@ func (t *pgTx) Commit(ctx context.Context) error {
 	if len(t.queue) > 0 {
 		return t.commitQueued(ctx)
 	}
-	return t.tx.Commit(ctx)
+	err := t.tx.Commit(ctx)
+	if isNotBatchTx(err) {
+		// A handler ended the batch transaction and began another
+		// (ROLLBACK AND CHAIN as SQL): nothing of either is committed.
+		return &store.BrokenTxError{Lost: true,
+			Reason: "a handler ended the batch transaction (ROLLBACK AND CHAIN as SQL?): nothing committed"}
+	}
+	return err
 }
 
 // Rollback rolls back; a transaction that never began (or ended) has
