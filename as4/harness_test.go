@@ -64,6 +64,7 @@ type endpoint struct {
 	delivered  atomic.Pointer[as4.Received] // the last message Deliver got
 	count      func(t *testing.T, query string, args ...any) int
 	exec       func(t *testing.T, query string, args ...any)
+	inFlight   func() int // requests holding a slot (as4.InFlight)
 }
 
 func deliver[TTx any](e *endpoint, o options) as4.DeliverFunc[TTx] {
@@ -84,6 +85,7 @@ func serve[TTx any](t testing.TB, e *endpoint, h *as4.Handler[TTx]) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); h.Close() })
 	e.url = srv.URL + "/as4"
+	e.inFlight = func() int { return as4.InFlight(h) }
 }
 
 // newPG starts an endpoint on a fresh PostgreSQL schema.

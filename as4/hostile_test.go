@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txinbox/txinbox/as4"
 )
@@ -108,9 +109,16 @@ func TestConcurrentRequestLimit(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: b}
 	}()
-	// The first half of the body is written: the handler is reading it.
+	// The first half of the body is written and the handler holds the
+	// only slot while it reads the rest (the write returning says only
+	// that the client took the bytes: wait for the server's side).
 	_, err := pw.Write(body[:len(body)/2])
 	must(t, err)
+	for deadline := time.Now().Add(10 * time.Second); e.inFlight() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never took its slot")
+		}
+	}
 	other := userMessage{id: newID(), from: "sender"}
 	r := post(t, e.url, "application/soap+xml", []byte(other.envelope()))
 	wantError(t, r, http.StatusServiceUnavailable, as4.Other)
