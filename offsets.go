@@ -124,8 +124,12 @@ type offsetBatch struct {
 	culprit int
 	herr    error
 	// lost is set once a handler of this call lost its connection while
-	// the database answered: a next loss is blamed (see answers).
-	lost bool
+	// the database answered, lostAt the index of its message (-1: a
+	// BatchHandler's, the message not known), losses how many times: a
+	// next loss of the same message (or of any, once the message was not
+	// known or after three) is blamed (see answers).
+	lost           bool
+	lostAt, losses int
 }
 
 // processOffsetBatch runs one batch with its hooks and transient retries,
@@ -294,10 +298,18 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	if err != nil {
 		return err
 	}
-	ob.lost = up
 	info.Redone = true
+	if up {
+		ob.lost, ob.lostAt, ob.losses = true, culprit, ob.losses+1
+	}
 	if culprit < 0 { // a BatchHandler failed: which message is not known
 		return p.offsetPrefix(ctx, ob, saved, len(ob.msgs))
+	}
+	if up {
+		// Its first loss may have been an outage's (every session
+		// ended): it runs again, last of the redone prefix, and is
+		// blamed only if it loses its connection there too.
+		return p.offsetPrefix(ctx, ob, saved, culprit+1)
 	}
 	// The failing message does not run again in this batch (a failure
 	// that passes would otherwise go uncounted): the messages before it
@@ -385,12 +397,13 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 		if fault && !p.answers(ctx, herr) {
 			return herr
 		}
-		if fault && !ob.lost {
-			ob.lost = true
+		if fault && (!ob.lost || ob.lostAt >= 0 && ob.lostAt != i && ob.losses < 3) {
+			ob.lost, ob.lostAt, ob.losses = true, i, ob.losses+1
 			return p.offsetPrefix(ctx, ob, saved, limit)
 		}
 		if fault {
-			herr = fmt.Errorf("txinbox: its handler's connection was closed while the database answered: %w", herr)
+			herr = fmt.Errorf("txinbox: its handler's connection was closed twice in a row while the database answered "+
+				"(pg_terminate_backend, or a statement that crashes its backend?): %w", herr)
 		}
 		ob.culprit, ob.herr = i, herr
 		if bt := (*store.BrokenTxError)(nil); fault || errors.As(herr, &bt) && bt.Lost {
