@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,11 +280,19 @@ func TestCompletion(t *testing.T) {
 func TestRelayLogs(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// The relay runs until its context ends: end it once the startup line is
+	// out (migrating SQLite first can take seconds on a loaded machine; a
+	// fixed 1.5 s deadline used to run out before the line), or after a
+	// minute, which fails below.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out, errb bytes.Buffer
-	env := &clikit.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+	var out bytes.Buffer
+	errb := &cancelOnLine{needle: "relaying the outbox", cancel: cancel}
+	env := &clikit.Env{Stdout: &out, Stderr: errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
 	code := cli.Main(ctx, env, []string{"relay", "--db", db, "--target", "http", "--http-url", "http://127.0.0.1:1/", "--log-format", "json"})
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("relay logged no startup line within a minute: stderr %q", errb.String())
+	}
 	var line struct{ Level, Msg, Target string }
 	first, _, _ := strings.Cut(errb.String(), "\n")
 	if code != 0 || json.Unmarshal([]byte(first), &line) != nil || line.Msg != "txinbox relay: relaying the outbox" || line.Target != "http" {
@@ -300,6 +310,33 @@ func TestRelayLogs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cancelOnLine collects what is written to it and calls cancel once a
+// complete line containing needle has been written.
+type cancelOnLine struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	needle string
+	cancel func()
+}
+
+func (w *cancelOnLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for line := range strings.Lines(w.buf.String()) {
+		if strings.HasSuffix(line, "\n") && strings.Contains(line, w.needle) {
+			w.cancel()
+		}
+	}
+	return len(p), nil
+}
+
+func (w *cancelOnLine) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // TestReplayWithoutMessageIDRefused: dlq replay of a dead letter stored

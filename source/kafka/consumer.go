@@ -36,6 +36,9 @@ type Consumer struct {
 	stopped atomic.Bool
 	// client is the client of Run, for the group callbacks.
 	client atomic.Pointer[kgo.Client]
+	// clientSet is closed once client is set: the client joins the group
+	// as soon as kgo.NewClient made it, so its hooks can run before.
+	clientSet chan struct{}
 	// abandon is set when a rebalance waits for this member: partitions
 	// stop between transactions and rewind to what they did not finish.
 	abandon atomic.Bool
@@ -87,7 +90,7 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	}
 	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize, offsetKeyed: isOffsetKey(cfg.Key),
 		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{},
-		pendingAcked: map[topicPartition]int{}}, nil
+		pendingAcked: map[topicPartition]int{}, clientSet: make(chan struct{})}, nil
 }
 
 // isOffsetKey reports whether key is OffsetKey (nil defaults to it).
@@ -115,6 +118,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("kafka: creating the client: %w", err)
 	}
 	c.client.Store(cl)
+	close(c.clientSet)
 	defer c.shutdown(cl)
 	for {
 		fetches := c.poll(ctx, cl)

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -65,9 +64,15 @@ func (c *Consumer) watermarks(ctx context.Context, topic string) (map[int32]int6
 	if err != nil || len(saved) == 0 {
 		return nil, err
 	}
-	cl := c.client.Load()
-	if cl == nil {
-		return nil, errors.New("no client")
+	// The assignment that calls adjustOffsets can come before Run stored
+	// its client; finding none here used to start from the committed
+	// offsets and read again what the lost offset commits covered.
+	var cl *kgo.Client
+	select {
+	case <-c.clientSet:
+		cl = c.client.Load()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err == nil {

@@ -205,6 +205,26 @@ func (f *fixture) wantPending(want int) {
 	}
 }
 
+// pendingAfterStop polls the broker, with no consumer running, until it
+// holds nothing unacked or timeout passed, and returns the last count
+// (-1 when the broker did not answer).
+func (f *fixture) pendingAfterStop(timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := f.broker.Pending(context.Background())
+		switch {
+		case err == nil && n == 0:
+			return 0
+		case time.Now().After(deadline):
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func messages(prefix string, n int) ([]Message, []string) {
 	msgs := make([]Message, n)
 	ids := make([]string, n)

@@ -251,13 +251,27 @@ func (b *kafkaBroker) DeadLetters(ctx context.Context) ([][]byte, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	// Read to the topic's end offsets (a fixed 500 ms of polling could end,
+	// under load, before the first fetch).
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(pctx, b.deadLetterTopic())
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	var bodies [][]byte
-	for pctx.Err() == nil {
+	for int64(len(bodies)) < total && pctx.Err() == nil {
 		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
 			bodies = append(bodies, r.Value)
 		})
+	}
+	if int64(len(bodies)) < total {
+		return nil, fmt.Errorf("read %d of the dead-letter topic's %d records", len(bodies), total)
 	}
 	return bodies, nil
 }

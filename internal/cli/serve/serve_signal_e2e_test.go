@@ -121,13 +121,15 @@ func acked(t *testing.T, js natsjs.JetStream, consumer string, n int) int {
 	return n - int(pending) - ackPending
 }
 
-// waitAcked waits a few seconds (well within the AckWait, so that no
-// redelivery blurs the count) for the broker to count want acks; the acks
+// waitAcked waits up to 15 s for the broker to count want acks; the acks
 // of the process that exited were flushed before it did, but JetStream
-// applies them in the background.
+// applies them in the background (a fixed 3 s was short under load). With
+// no consumer running nothing is redelivered, so an AckWait passing
+// meanwhile moves a message from waiting for its ack back to pending and
+// leaves the count alone.
 func waitAcked(t *testing.T, js natsjs.JetStream, consumer string, n, want int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		got := acked(t, js, consumer, n)
 		if got == want {
