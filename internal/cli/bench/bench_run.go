@@ -40,7 +40,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		return nil, err
 	}
 	defer be.close()
-	rep := &benchReport{DurationPerScenario: o.duration.String()}
+	rep := &benchReport{DurationPerScenario: clikit.FormatDuration(o.duration)}
 	type scenario struct {
 		key, name string
 		workers   int
