@@ -124,8 +124,12 @@ func (c *console) outboxReplay(w http.ResponseWriter, r *http.Request, actor str
 		c.showResult(w, r, http.StatusBadRequest, result{Message: "a reason is required: it is logged with the action", Back: back})
 		return
 	}
-	ok, err := c.cfg.Outbox.Replay(r.Context(), id)
-	c.cfg.Logger.Info("console: outbox replay", "id", id, "actor", actor, "reason", reason, "replayed", ok, "err", err)
+	ok, err := outbox.ReplayAudited(r.Context(), c.cfg.Outbox, id, store.AuditEntry{Actor: actor, Reason: reason})
+	attrs := []any{"id", id, "actor", actor, "reason", reason, "replayed", ok}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	c.cfg.Logger.Info("console: outbox replay (audited)", attrs...)
 	switch {
 	case err != nil:
 		c.failed(w, r, "replaying the outbox row", err)

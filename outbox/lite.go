@@ -74,6 +74,9 @@ func SQLite(d SQLiteDatabase) *Lite {
 			FROM {outbox} WHERE failed_at IS NOT NULL ORDER BY id DESC LIMIT ?`),
 		replay: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
 			WHERE id = ? AND failed_at IS NOT NULL AND sent_at IS NULL`),
+		replayAudited: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+			WHERE id = ? AND failed_at IS NOT NULL AND sent_at IS NULL RETURNING scope, message_id, part`),
+		audit:      x(`INSERT INTO {audit} (at, actor, action, scope, message_id, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 		sentBefore: x(`SELECT count(*) FROM {outbox} WHERE sent_at < ?`),
 		purge: x(`DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox}
 			WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY sent_at LIMIT ?)`),
@@ -82,6 +85,7 @@ func SQLite(d SQLiteDatabase) *Lite {
 
 type liteQueries struct {
 	add, claim, claimOrdered, sent, retry, failed, release, stats, listFailed, replay, purge, sentBefore string
+	replayAudited, audit                                                                                 string
 }
 
 // timeFormat is sqlitestore's: UTC, fixed width, so that text order is

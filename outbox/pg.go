@@ -60,6 +60,9 @@ func PostgreSQL(d *pgstore.Driver) *PG {
 			FROM {outbox} WHERE failed_at IS NOT NULL ORDER BY id DESC LIMIT $1`),
 		replay: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL
 			WHERE id = $1 AND failed_at IS NOT NULL AND sent_at IS NULL`),
+		replayAudited: x(`UPDATE {outbox} SET failed_at = NULL, attempts = 0, next_attempt_at = NULL
+			WHERE id = $1 AND failed_at IS NOT NULL AND sent_at IS NULL RETURNING scope, message_id, part`),
+		audit:      x(`INSERT INTO {audit} (actor, action, scope, message_id, reason, detail) VALUES ($1, $2, $3, $4, $5, $6)`),
 		sentBefore: x(`SELECT count(*) FROM {outbox} WHERE sent_at < $1`),
 		purge: x(`DELETE FROM {outbox} WHERE id = ANY(ARRAY(SELECT id FROM {outbox}
 			WHERE sent_at IS NOT NULL AND sent_at < $1 ORDER BY sent_at LIMIT $2))`),
@@ -68,6 +71,7 @@ func PostgreSQL(d *pgstore.Driver) *PG {
 
 type pgQueries struct {
 	add, claim, claimOrdered, sent, retry, failed, stats, listFailed, replay, purge, sentBefore string
+	replayAudited, audit                                                                        string
 }
 
 // Add writes e to the outbox in tx, the handler's inbox transaction: the

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/txinbox/txinbox/console"
+	"github.com/txinbox/txinbox/internal/duration"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/purge"
@@ -189,14 +190,9 @@ func (r Retention) or(def Retention) Retention {
 	return r
 }
 
-// FormatDays writes d in days when it is whole days ("30d"), else as a
-// time.Duration.
-func FormatDays(d time.Duration) string {
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
-}
+// FormatDays writes d in txinbox's duration syntax, whole days as days:
+// "30d", "1d12h", "90s".
+func FormatDays(d time.Duration) string { return duration.Format(d) }
 
 func (c Config) withDefaults() Config {
 	c.Retention = c.Retention.or(Retention{Keep: 30 * 24 * time.Hour, Setting: "retention 30d"})

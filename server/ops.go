@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/txinbox/txinbox/internal/duration"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/source"
@@ -194,9 +196,25 @@ func (s *Server) startPurger(ctx context.Context) (func(), error) {
 	done := make(chan struct{})
 	go func() { defer close(done); pg.Run(pctx) }() //nolint:errcheck // ends with ctx
 	cfg = pg.Config()
-	s.cfg.Logger.Info("txinbox: purger started", "retention", cfg.Retention.String(), "interval", cfg.Interval.String(),
-		"scopes", fmt.Sprint(cfg.Scopes))
+	s.cfg.Logger.Info("txinbox: purger started", purgerAttrs(cfg)...)
 	return func() { cancel(); <-done }, nil
+}
+
+// purgerAttrs are the purger's settings as log attributes, durations in
+// txinbox's syntax (30d, 1m), an unset scope or scope list left out.
+func purgerAttrs(cfg purge.Config) []any {
+	attrs := []any{"retention", duration.Format(cfg.Retention), "interval", duration.Format(cfg.Interval)}
+	if cfg.Scope != "" {
+		attrs = append(attrs, "scope", cfg.Scope)
+	}
+	if len(cfg.Scopes) > 0 {
+		scopes := make([]string, len(cfg.Scopes))
+		for i, sr := range cfg.Scopes {
+			scopes[i] = sr.Scope + "=" + duration.Format(sr.Retention)
+		}
+		attrs = append(attrs, "scopes", strings.Join(scopes, ","))
+	}
+	return attrs
 }
 
 // scopeRetentions are the scopes the server runs with their retentions,

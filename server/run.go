@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/duration"
 )
 
 // CutError is Run's error when a stop took longer than the shutdown
@@ -169,7 +170,7 @@ func (s *Server) cutAfterTimeout(stuck []string) int64 {
 	s.cutHard()
 	if n == 0 && len(stuck) > 0 {
 		s.cfg.Logger.Warn(fmt.Sprintf("%s did not stop within %s, waiting on its broker (no batch was in flight: nothing is lost)",
-			strings.Join(stuck, ", "), s.cfg.ShutdownTimeout))
+			strings.Join(stuck, ", "), duration.Format(s.cfg.ShutdownTimeout)))
 	}
 	return n
 }

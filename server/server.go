@@ -168,7 +168,8 @@ func (s *Server) add(change func(*Config)) error {
 // timeout, after which what is left is cut (nothing of it acked). It
 // returns nil after a clean stop; a *RetentionError when a retention is
 // too short; the failure of a source (wrapped with its name); or a
-// *CutError when batches or requests were cut. A Server runs once.
+// *CutError when batches or requests were cut; ErrStartCanceled (with
+// ctx's error) when ctx ended during the start-up. A Server runs once.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
@@ -191,12 +192,12 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer stopOps()
 	if err := s.CheckRetention(ctx); err != nil {
-		return err
+		return startErr(ctx, err)
 	}
 	if s.cfg.Purge != nil {
 		stop, err := s.startPurger(ctx)
 		if err != nil {
-			return err
+			return startErr(ctx, err)
 		}
 		defer stop()
 	}
@@ -205,6 +206,19 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	return s.run(ctx, eps)
+}
+
+// ErrStartCanceled is Run's error when its context ended during the
+// start-up (the retention check, say): a stop asked for, not a failure.
+// It comes with the context's error (errors.Is matches both).
+var ErrStartCanceled = errors.New("server: stopped during start-up")
+
+// startErr is err of a start-up step, ErrStartCanceled when ctx ended.
+func startErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w: %w", ErrStartCanceled, ctx.Err())
+	}
+	return err
 }
 
 // listen opens the endpoints' listeners.

@@ -19,7 +19,7 @@ import (
 
 // TestRunCancelledDuringTheRetentionCheck: a source's horizons never come
 // (the check waits until its context ends); cancelling Run's context ends
-// Run at once, with the cancellation as its error, and the operations
+// Run at once, with the cancellation and ErrStartCanceled as its error, and the operations
 // listener closed.
 func TestRunCancelledDuringTheRetentionCheck(t *testing.T) {
 	t.Parallel()
@@ -52,8 +52,8 @@ func TestRunCancelledDuringTheRetentionCheck(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run = %v, want the cancellation", err)
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, server.ErrStartCanceled) {
+			t.Errorf("Run = %v, want the cancellation and ErrStartCanceled", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5s of the cancel")

@@ -84,7 +84,7 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 		return in.Fail(clikit.ExitFailure, "%s: %v", db.Where, err)
 	}
 	if c.scope != "" {
-		scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != c.scope })
+		scopes = onlyScope(in.Env.Stderr, scopes, c.scope)
 	}
 	ob, obErr := db.OutboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
 	retentionOf := func(scope string) string {
@@ -103,6 +103,25 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
 	w.Flush()
 	return clikit.ExitOK
+}
+
+// onlyScope keeps the stats of one scope. A scope without rows (a typo,
+// or nothing received yet) is said on w with the scopes that have rows:
+// the empty table alone reads as a scope that is empty but known.
+func onlyScope(w io.Writer, scopes []store.ScopeStats, scope string) []store.ScopeStats {
+	var known []string
+	for _, x := range scopes {
+		known = append(known, x.Scope)
+	}
+	scopes = slices.DeleteFunc(scopes, func(x store.ScopeStats) bool { return x.Scope != scope })
+	if len(scopes) == 0 {
+		has := "no scope has rows"
+		if len(known) > 0 {
+			has = "scopes with rows: " + strings.Join(known, ", ")
+		}
+		fmt.Fprintf(w, "txinbox status: scope %q has no rows (%s)\n", scope, has)
+	}
+	return scopes
 }
 
 // sumScopes adds up the scope rows, so that the totals agree with them.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/user"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -136,7 +135,7 @@ refused: replaying it would run the effect twice.`,
 func (c *dlqActCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	c.db.Define(fs)
 	fs.StringVar(&c.reason, "reason", "", "why: kept in the audit table")
-	fs.StringVar(&c.actor, "actor", defaultActor(), "who: kept in the audit table")
+	fs.StringVar(&c.actor, "actor", clikit.DefaultActor(), "who: kept in the audit table")
 	fs.Require("reason")
 }
 
@@ -226,13 +225,6 @@ func printJSON(env *clikit.Env, v any) int {
 	enc.SetIndent("", "  ")
 	enc.Encode(v) //nolint:errcheck // stdout
 	return clikit.ExitOK
-}
-
-func defaultActor() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return "unknown"
 }
 
 // inspectCommand is txinbox inspect.
@@ -335,7 +327,7 @@ func (c *forgetCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	c.db.Define(fs)
 	fs.StringVar(&c.scope, "scope", "", "the message's scope")
 	fs.StringVar(&c.reason, "reason", "", "why the message must be processed again (audited)")
-	fs.StringVar(&c.actor, "actor", defaultActor(), "who decided (audited)")
+	fs.StringVar(&c.actor, "actor", clikit.DefaultActor(), "who decided (audited)")
 	fs.Require("scope", "reason")
 }
 

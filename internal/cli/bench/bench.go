@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -237,13 +238,12 @@ func printBench(env *clikit.Env, rep *benchReport) {
 	if rep.Dup30 != nil {
 		printHeadline(env, " (30% duplicates)", rep.Dup30)
 	}
-	fmt.Fprintf(env.Stdout, "txinbox / seed (1 worker): %.1fx   p99 latency at 1,000 msgs/s offered: %.2f ms   peak RSS: %.0f MB   load average: %.1f, %.1f\n",
-		rep.TxinboxVsSeed, rep.LightLoadP99ms, rep.PeakRSSMB, rep.LoadAverage[0], rep.LoadAverage[1])
+	printFootline(env.Stdout, rep)
 	if len(rep.ScaleOut) > 0 {
 		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "\nserve processes\tSIGKILLs\tmsgs/s\tvs ceiling\tdoubled\tlost\t")
 		for _, p := range rep.ScaleOut {
-			fmt.Fprintf(w, "%d\t%d\t%.0f\t%.0f%%\t%d\t%d\t\n", p.Processes, p.Kills, p.MsgsPerSec, 100*p.VsCeiling, p.Doubled, p.Lost)
+			fmt.Fprintf(w, "%d\t%d\t%.0f\t%s\t%d\t%d\t\n", p.Processes, p.Kills, p.MsgsPerSec, percent(p.VsCeiling), p.Doubled, p.Lost)
 		}
 		w.Flush()
 	}
@@ -268,9 +268,53 @@ func printBench(env *clikit.Env, rep *benchReport) {
 	}
 }
 
+// printHeadline prints the ratios to the ceilings whose both scenarios
+// ran, and nothing when none did.
 func printHeadline(env *clikit.Env, what string, h *headline) {
-	fmt.Fprintf(env.Stdout, "\n/ ceiling%s: txinbox %.0f%%   declarative %.0f%%   e2e kafka %.0f%%;   kafka watermark / one-row ceiling %.0f%%\n",
-		what, 100*h.TxinboxVsCeiling, 100*h.DeclarativeVsCeiling, 100*h.E2EKafkaVsCeiling, 100*h.KafkaWatermarkVsOneRow)
+	var parts []string
+	for _, r := range []struct {
+		name string
+		v    *float64
+	}{{"txinbox", h.TxinboxVsCeiling}, {"declarative", h.DeclarativeVsCeiling}, {"e2e kafka", h.E2EKafkaVsCeiling}} {
+		if r.v != nil {
+			parts = append(parts, r.name+" "+percent(r.v))
+		}
+	}
+	line := ""
+	if len(parts) > 0 {
+		line = "/ ceiling" + what + ": " + strings.Join(parts, "   ")
+	}
+	if h.KafkaWatermarkVsOneRow != nil {
+		wm := "kafka watermark / one-row ceiling " + percent(h.KafkaWatermarkVsOneRow)
+		if line == "" {
+			line = "kafka watermark / one-row ceiling" + what + ": " + percent(h.KafkaWatermarkVsOneRow)
+		} else {
+			line += ";   " + wm
+		}
+	}
+	if line != "" {
+		fmt.Fprintf(env.Stdout, "\n%s\n", line)
+	}
+}
+
+// printFootline prints txinbox / seed and the light load's p99 when they
+// ran, then the run's peak RSS and load average.
+func printFootline(w io.Writer, rep *benchReport) {
+	if rep.TxinboxVsSeed != nil {
+		fmt.Fprintf(w, "txinbox / seed (1 worker): %.1fx   ", *rep.TxinboxVsSeed)
+	}
+	if rep.LightLoadP99ms > 0 {
+		fmt.Fprintf(w, "p99 latency at 1,000 msgs/s offered: %.2f ms   ", rep.LightLoadP99ms)
+	}
+	fmt.Fprintf(w, "peak RSS: %.0f MB   load average: %.1f, %.1f\n", rep.PeakRSSMB, rep.LoadAverage[0], rep.LoadAverage[1])
+}
+
+// percent writes a ratio as a percentage, "-" when it was not measured.
+func percent(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100**r)
 }
 
 // peakRSSMB reads the process's peak resident set size.

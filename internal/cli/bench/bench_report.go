@@ -17,10 +17,10 @@ type benchReport struct {
 	// first share.
 	Dup30 *headline `json:"-"`
 
-	SeedMsgsPerS   float64 `json:"seed_msgs_per_s"`
-	Seed16MsgsPerS float64 `json:"seed16_msgs_per_s"`
-	LightLoadP99ms float64 `json:"light_load_p99_ms"`
-	TxinboxVsSeed  float64 `json:"txinbox_vs_seed"`
+	SeedMsgsPerS   float64  `json:"seed_msgs_per_s"`
+	Seed16MsgsPerS float64  `json:"seed16_msgs_per_s"`
+	LightLoadP99ms float64  `json:"light_load_p99_ms"`
+	TxinboxVsSeed  *float64 `json:"txinbox_vs_seed,omitempty"`
 	// ScaleOut is serve processes in one Kafka group draining a backlog.
 	ScaleOut            []scalePoint   `json:"scale_out,omitempty"`
 	PeakRSSMB           float64        `json:"peak_rss_mb"`
@@ -33,25 +33,26 @@ type benchReport struct {
 }
 
 // headline is the figures of one duplicate share: each scenario's
-// messages/s and its ratio to the (two-row) ceiling.
+// messages/s and its ratio to the (two-row) ceiling. A ratio is nil (left
+// out of the JSON) unless both its scenarios ran.
 type headline struct {
 	CeilingMsgsPerS       float64 `json:"ceiling_msgs_per_s"`
 	CeilingOneRowMsgsPerS float64 `json:"ceiling_one_row_msgs_per_s"`
 	// CeilingFullRowMsgsPerS is the ceiling writing the inbox row as
 	// txinbox does (every column per message), with the ratios to it.
-	CeilingFullRowMsgsPerS float64 `json:"ceiling_full_row_msgs_per_s"`
-	TxinboxVsFullRow       float64 `json:"txinbox_vs_full_row_ceiling"`
-	DeclarativeVsFullRow   float64 `json:"txinbox_declarative_vs_full_row_ceiling"`
-	TxinboxMsgsPerS        float64 `json:"txinbox_msgs_per_s"`
-	DeclarativeMsgsPerS    float64 `json:"txinbox_declarative_msgs_per_s"`
-	KafkaWatermarkMsgsPerS float64 `json:"kafka_watermark_msgs_per_s"`
-	E2EKafkaMsgsPerS       float64 `json:"e2e_kafka_msgs_per_s"`
-	TxinboxVsCeiling       float64 `json:"txinbox_vs_ceiling"`
-	DeclarativeVsCeiling   float64 `json:"txinbox_declarative_vs_ceiling"`
+	CeilingFullRowMsgsPerS float64  `json:"ceiling_full_row_msgs_per_s"`
+	TxinboxVsFullRow       *float64 `json:"txinbox_vs_full_row_ceiling,omitempty"`
+	DeclarativeVsFullRow   *float64 `json:"txinbox_declarative_vs_full_row_ceiling,omitempty"`
+	TxinboxMsgsPerS        float64  `json:"txinbox_msgs_per_s"`
+	DeclarativeMsgsPerS    float64  `json:"txinbox_declarative_msgs_per_s"`
+	KafkaWatermarkMsgsPerS float64  `json:"kafka_watermark_msgs_per_s"`
+	E2EKafkaMsgsPerS       float64  `json:"e2e_kafka_msgs_per_s"`
+	TxinboxVsCeiling       *float64 `json:"txinbox_vs_ceiling,omitempty"`
+	DeclarativeVsCeiling   *float64 `json:"txinbox_declarative_vs_ceiling,omitempty"`
 	// KafkaWatermarkVsOneRow is the offsets-as-the-inbox mode against the
 	// one-row ceiling, the goal's measure.
-	KafkaWatermarkVsOneRow float64 `json:"kafka_watermark_vs_one_row_ceiling"`
-	E2EKafkaVsCeiling      float64 `json:"e2e_kafka_vs_ceiling"`
+	KafkaWatermarkVsOneRow *float64 `json:"kafka_watermark_vs_one_row_ceiling,omitempty"`
+	E2EKafkaVsCeiling      *float64 `json:"e2e_kafka_vs_ceiling,omitempty"`
 }
 
 // record keeps a scenario's figure in the headline of its duplicate share.
@@ -98,18 +99,20 @@ func (rep *benchReport) recordFirst(key string, r *benchResult) {
 	case "light":
 		rep.LightLoadP99ms = r.P99ms
 	}
-	if rep.SeedMsgsPerS > 0 {
-		rep.TxinboxVsSeed = rep.TxinboxMsgsPerS / rep.SeedMsgsPerS
+	rep.TxinboxVsSeed = ratio(rep.TxinboxMsgsPerS, rep.SeedMsgsPerS)
+}
+
+// ratio is a/b when both were measured, else nil: a scenario that did not
+// run (--only) has no ratio rather than one of 0.
+func ratio(a, b float64) *float64 {
+	if a <= 0 || b <= 0 {
+		return nil
 	}
+	r := a / b
+	return &r
 }
 
 func (h *headline) ratios() {
-	ratio := func(a, b float64) float64 {
-		if b <= 0 {
-			return 0
-		}
-		return a / b
-	}
 	h.TxinboxVsCeiling = ratio(h.TxinboxMsgsPerS, h.CeilingMsgsPerS)
 	h.DeclarativeVsCeiling = ratio(h.DeclarativeMsgsPerS, h.CeilingMsgsPerS)
 	h.E2EKafkaVsCeiling = ratio(h.E2EKafkaMsgsPerS, h.CeilingMsgsPerS)

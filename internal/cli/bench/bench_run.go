@@ -40,7 +40,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		return nil, err
 	}
 	defer be.close()
-	rep := &benchReport{DurationPerScenario: o.duration.String()}
+	rep := &benchReport{DurationPerScenario: clikit.FormatDuration(o.duration)}
 	type scenario struct {
 		key, name string
 		workers   int
@@ -109,9 +109,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 			return nil, err
 		}
 		for i := range rep.ScaleOut {
-			if rep.CeilingMsgsPerS > 0 {
-				rep.ScaleOut[i].VsCeiling = rep.ScaleOut[i].MsgsPerSec / rep.CeilingMsgsPerS
-			}
+			rep.ScaleOut[i].VsCeiling = ratio(rep.ScaleOut[i].MsgsPerSec, rep.CeilingMsgsPerS)
 		}
 	}
 	be.progress("")

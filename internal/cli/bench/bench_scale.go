@@ -21,11 +21,11 @@ import (
 // scalePoint is serve processes in one Kafka consumer group over one
 // PostgreSQL draining a backlog.
 type scalePoint struct {
-	Processes  int     `json:"processes"`
-	Records    int64   `json:"records"`
-	Seconds    float64 `json:"seconds"`
-	MsgsPerSec float64 `json:"msgs_per_s"`
-	VsCeiling  float64 `json:"vs_ceiling"`
+	Processes  int      `json:"processes"`
+	Records    int64    `json:"records"`
+	Seconds    float64  `json:"seconds"`
+	MsgsPerSec float64  `json:"msgs_per_s"`
+	VsCeiling  *float64 `json:"vs_ceiling,omitempty"`
 	// Kills is how many processes were SIGKILLed (and replaced) during
 	// the drain; Doubled and Lost count the ids with more than one
 	// effect and with none once the backlog was drained.

@@ -99,6 +99,28 @@ func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool, se
 	return nil
 }
 
+// firstControlChar finds the first character YAML refuses (its printable
+// set: a C0 or C1 control other than tab, line feed, carriage return and
+// NEL, DEL, a byte order mark past the start, U+FFFE, U+FFFF), its line
+// and column counted in characters from 1. The yaml library's error names
+// neither.
+func firstControlChar(b []byte) (line, col int, r rune, ok bool) {
+	line, col = 1, 0
+	for i, r := range string(b) {
+		col++
+		switch {
+		case r == '\n':
+			line, col = line+1, 0
+		case r == 0xFEFF && i == 0: // the byte order mark: not a column
+			col = 0
+		case r == '\t' || r == '\r' || r == 0x85:
+		case r < 0x20 || (r >= 0x7F && r <= 0x9F) || r == 0xFEFF || r == 0xFFFE || r == 0xFFFF:
+			return line, col, r, true
+		}
+	}
+	return 0, 0, 0, false
+}
+
 // readConfigMapping parses the file into its top mapping; nil for an
 // empty file.
 func readConfigMapping(path string) (*yaml.Node, error) {
@@ -108,6 +130,9 @@ func readConfigMapping(path string) (*yaml.Node, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
+		if line, col, r, ok := firstControlChar(b); ok && strings.Contains(err.Error(), "control characters") {
+			return nil, fmt.Errorf("config %s line %d column %d: control character %U not allowed in YAML", path, line, col, r)
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {

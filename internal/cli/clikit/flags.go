@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/txinbox/txinbox/internal/duration"
 )
 
 // The numeric flags of every command are defined through these, so that a
@@ -122,7 +124,7 @@ func DurationTextFlag(fs *flag.FlagSet, p *string, name, def, usage string) {
 }
 
 // Day is 24 hours: the d of a duration (ParseDuration).
-const Day = 24 * time.Hour
+const Day = duration.Day
 
 // ParseDuration reads a duration the way every txinbox flag does: Go's
 // syntax (300ms, 1.5h, 2h45m) plus days, alone or combined (30d, 1.5d,
@@ -164,27 +166,9 @@ func ParseRetention(s string) (time.Duration, error) {
 }
 
 // FormatDuration writes d in ParseDuration's syntax, with whole days as
-// days: 30d, 1d12h, 90s (the reverse of ParseDuration).
-func FormatDuration(d time.Duration) string {
-	if d < 0 {
-		return "-" + FormatDuration(-d)
-	}
-	days, rest := d/Day, d%Day
-	short := rest.String() // 12h0m0s, 30m0s, 1m30s, 250ms
-	if strings.HasSuffix(short, "m0s") {
-		short = strings.TrimSuffix(short, "0s")
-	}
-	if strings.HasSuffix(short, "h0m") {
-		short = strings.TrimSuffix(short, "0m")
-	}
-	switch {
-	case days == 0:
-		return short
-	case rest == 0:
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd%s", days, short)
-}
+// days: 30d, 1d12h, 90s (the reverse of ParseDuration; duration.Format,
+// which the server's logs use too).
+func FormatDuration(d time.Duration) string { return duration.Format(d) }
 
 // fractionValue is a float flag between 0 and 1.
 type fractionValue struct {

@@ -1,6 +1,7 @@
 package clikit
 
 import (
+	"os/user"
 	"sync"
 	"time"
 )
@@ -35,4 +36,13 @@ func TimeOrNil(t time.Time) any {
 		return nil
 	}
 	return t.UTC()
+}
+
+// DefaultActor is the --actor of the audited commands: the user running
+// the command, else "unknown".
+func DefaultActor() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "unknown"
 }

@@ -20,6 +20,7 @@ import (
 	outboxas4 "github.com/txinbox/txinbox/outbox/target/as4"
 	outboxhttp "github.com/txinbox/txinbox/outbox/target/http"
 	outboxkafka "github.com/txinbox/txinbox/outbox/target/kafka"
+	"github.com/txinbox/txinbox/store"
 )
 
 // RelayParent is txinbox relay: run (the default), list-failed and replay.
@@ -253,17 +254,25 @@ func (c *relayListFailedCommand) Run(ctx context.Context, in *clikit.Invocation)
 }
 
 // relayReplayCommand is txinbox relay replay ID.
-type relayReplayCommand struct{ db clikit.DBFlags }
+type relayReplayCommand struct {
+	db            clikit.DBFlags
+	reason, actor string
+}
 
 func (c *relayReplayCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "replay", Args: "ID", Summary: "make a failed outbox row due again",
-		Description: "Makes a failed outbox row (an ID from relay list-failed) due again: a running\nrelay sends it.",
-		Examples:    []clikit.Example{{Command: "txinbox relay replay 42 --db inbox.db"}},
+		Description: "Makes a failed outbox row (an ID from relay list-failed) due again: a running\nrelay sends it. Who did it and why go to the audit table (action replay-outbox).",
+		Examples:    []clikit.Example{{Command: "txinbox relay replay 42 --db inbox.db --reason 'partner endpoint fixed'"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "the row is due again"}, {Code: clikit.ExitFailure, What: "the database failed"},
 			{Code: clikit.ExitUsage, What: "bad flags or arguments, no failed outbox row with this ID, or the database cannot be opened"}}}
 }
 
-func (c *relayReplayCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) { c.db.Define(fs) }
+func (c *relayReplayCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
+	c.db.Define(fs)
+	fs.StringVar(&c.reason, "reason", "", "why: kept in the audit table")
+	fs.StringVar(&c.actor, "actor", clikit.DefaultActor(), "who: kept in the audit table")
+	fs.Require("reason")
+}
 
 func (c *relayReplayCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	id, err := strconv.ParseInt(in.Args[0], 10, 64)
@@ -275,7 +284,7 @@ func (c *relayReplayCommand) Run(ctx context.Context, in *clikit.Invocation) int
 		return in.Fail(clikit.ExitUsage, "%v", err)
 	}
 	defer db.Close()
-	ok, err := db.OutboxStore().Replay(ctx, id)
+	ok, err := outbox.ReplayAudited(ctx, db.OutboxStore(), id, store.AuditEntry{Actor: c.actor, Reason: c.reason})
 	switch {
 	case err != nil:
 		return in.Fail(clikit.ExitFailure, "%s: %v", db.Where, err)

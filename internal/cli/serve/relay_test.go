@@ -107,10 +107,14 @@ func TestRelayOnceListFailedReplayStatus(t *testing.T) {
 		t.Errorf("status: %d %q", code, out)
 	}
 	id := fmt.Sprint(f["id"])
-	if out, errs, code := run(t, "relay", "replay", "--db", db, id); code != 0 || !strings.Contains(out, "due again") {
+	if _, errs, code := run(t, "relay", "replay", "--db", db, id); code != clikit.ExitUsage || !strings.Contains(errs, "--reason is required") {
+		t.Errorf("replay without --reason: %d %q", code, errs)
+	}
+	if out, errs, code := run(t, "relay", "replay", "--db", db, "--reason", "partner fixed", "--actor", "ops", id); code != 0 || !strings.Contains(out, "due again") {
 		t.Fatalf("replay: %d %q %q", code, out, errs)
 	}
-	if _, errs, code := run(t, "relay", "replay", "--db", db, id); code != clikit.ExitUsage || !strings.Contains(errs, "no failed outbox row") {
+	checkReplayAudited(t, db, "ops", "partner fixed", "s", "bad", id)
+	if _, errs, code := run(t, "relay", "replay", "--db", db, "--reason", "again", id); code != clikit.ExitUsage || !strings.Contains(errs, "no failed outbox row") {
 		t.Errorf("second replay: %d %q", code, errs)
 	}
 	rcv.mu.Lock()
@@ -157,7 +161,7 @@ func TestRelayFlags(t *testing.T) {
 		{[]string{"relay", "--db", db, "--target", "http"}, "--http-url"},
 		{[]string{"relay", "--db", db, "--target", "http", "--http-url", "http://x", "--batch", "-1"}, "--batch"},
 		{[]string{"relay", "frob", "--db", db}, "unknown subcommand"},
-		{[]string{"relay", "replay", "--db", db, "x"}, "not an outbox row ID"},
+		{[]string{"relay", "replay", "--db", db, "--reason", "r", "x"}, "not an outbox row ID"},
 	} {
 		if _, errs, code := run(t, c.args...); code != clikit.ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: %d %q, want usage naming %s", c.args, code, errs, c.want)

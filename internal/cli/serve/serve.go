@@ -265,7 +265,9 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 		return clikit.ExitUsage
 	}
 	defer db.Close()
-	if err := db.Admin.Migrate(ctx); err != nil {
+	if err := db.Admin.Migrate(ctx); stoppedStarting(ctx, env, err) {
+		return clikit.ExitOK
+	} else if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox serve: migrating %s: %v\n", db.Where, err)
 		return clikit.ExitFailure
 	}
@@ -312,11 +314,25 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 	defer stopTraces() // after the sources stopped: their last spans are flushed
 	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
 	defer closeAll() // after the server stopped: the batches in flight commit
+	if stoppedStarting(ctx, env, err) {
+		return clikit.ExitOK
+	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return code
 	}
 	return serveExit(env, srv.Run(ctx))
+}
+
+// stoppedStarting says "stopped during start-up" when err is the signal's
+// cancellation ending a start-up step (migrating, connecting to a
+// broker): what the user asked for, not a failure.
+func stoppedStarting(ctx context.Context, env *clikit.Env, err error) bool {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	fmt.Fprintln(env.Stderr, "txinbox serve: stopped during start-up")
+	return true
 }
 
 // buildServer builds the service (package server) of the options, with
@@ -362,9 +378,14 @@ func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions,
 
 // serveExit prints Run's error and returns serve's exit status: 2 for a
 // configuration that cannot work (a retention too short, a group the
-// broker refuses for good), 1 for any other failure.
+// broker refuses for good), 0 for a signal during the start-up, 1 for any
+// other failure.
 func serveExit(env *clikit.Env, err error) int {
 	if err == nil {
+		return clikit.ExitOK
+	}
+	if errors.Is(err, server.ErrStartCanceled) { // a signal during the retention check
+		fmt.Fprintln(env.Stderr, "txinbox serve: stopped during start-up")
 		return clikit.ExitOK
 	}
 	fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))

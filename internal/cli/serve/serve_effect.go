@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -195,11 +196,11 @@ func sourceHandler[TTx any](mode string, stmts []string, outbox string, outboxHe
 		return func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			args := []any{m.Scope, m.ID, name, contentType(m), m.Payload}
 			if outboxHeaders {
-				h, err := headersJSON(m)
+				h, err := outboxHeadersJSON(m)
 				if err != nil {
 					return err
 				}
-				args = append(args, h)
+				args = append(args, sql.Null[string]{V: h, Valid: h != ""})
 			}
 			return exec(ctx, tx, q, args...)
 		}
@@ -247,6 +248,16 @@ func headersJSON(m *txinbox.Message) (string, error) {
 		return "", txinbox.Permanent(err)
 	}
 	return s, nil
+}
+
+// outboxHeadersJSON is headersJSON for the outbox's headers column: ""
+// for a message without headers, stored as NULL (which the relay reads as
+// no headers) rather than "[]" encoded and parsed again per row.
+func outboxHeadersJSON(m *txinbox.Message) (string, error) {
+	if len(m.Headers) == 0 {
+		return "", nil
+	}
+	return headersJSON(m)
 }
 
 var paramRE = regexp.MustCompile(`\$([0-9]+)`)
@@ -321,8 +332,9 @@ func WithSourceEffect[TTx any](cfg txinbox.Config[TTx], mode string, stmts []str
 		if outboxHeaders {
 			cols, vals = cols+", headers", vals+", headers"
 		}
+		// No headers: "" makes new_messages.headers NULL (Effect.Headers).
 		cfg.Effect = &txinbox.Effect{Statements: []string{"INSERT INTO " + outbox + " (" + cols + ") SELECT " + vals + " FROM new_messages"},
-			Headers: headers}
+			Headers: outboxHeadersJSON}
 	default:
 		cfg.Handler = sourceHandler(mode, stmts, outbox, outboxHeaders, exec, name)
 	}

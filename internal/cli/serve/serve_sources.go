@@ -287,7 +287,7 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	inbox.MaxAttempts, inbox.Backoff = f.KafkaMaxAttempts, exponentialBackoff(f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	lo, hi := kafkaHoldTime(f.KafkaMaxAttempts, f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	se.logger.Info("kafka: a record that keeps failing holds its partition until it is dead-lettered",
-		"max_attempts", f.KafkaMaxAttempts, "hold_min", lo.String(), "hold_max", hi.String())
+		"max_attempts", f.KafkaMaxAttempts, "hold_min", clikit.FormatDuration(lo), "hold_max", clikit.FormatDuration(hi))
 	proc, err := newProcessor(se, "kafka", inbox)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,103 @@
+package serve_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/serve"
+	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/store"
+)
+
+// headersTarget records the headers each outbox row was sent with.
+type headersTarget struct {
+	mu   sync.Mutex
+	sent map[string][]outbox.Header
+}
+
+func (h *headersTarget) Send(_ context.Context, m *outbox.Message) (outbox.Receipt, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sent[m.MessageID] = m.Headers
+	return nil, nil
+}
+
+// TestOutboxEffectWithoutHeadersStoresNull: serve's --effect outbox
+// stores NULL, not "[]", for a message without headers (per message on
+// SQLite and PostgreSQL, in the claim's statement on PostgreSQL), and the
+// relay sends that row with no headers and the other with its own.
+func TestOutboxEffectWithoutHeadersStoresNull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		db := openInbox(t, clikit.DBFlags{URL: filepath.Join(t.TempDir(), "inbox.db")})
+		outboxHeadersRoundTrip[*sql.Tx](t, ctx, db, db.Lite, clikit.SQLTxExec, false)
+	})
+	for _, join := range []bool{false, true} {
+		name := map[bool]string{false: "postgres per message", true: "postgres joined"}[join]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool := testdb.Require(t)
+			db := openInbox(t, clikit.DBFlags{URL: testdb.URL(), Schema: testdb.NewSchema(t, pool)})
+			outboxHeadersRoundTrip[pgx.Tx](t, ctx, db, db.PG, clikit.PGTxExec, join)
+		})
+	}
+}
+
+func openInbox(t *testing.T, f clikit.DBFlags) *clikit.InboxDB {
+	t.Helper()
+	db, err := clikit.OpenDB(context.Background(), f, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Admin.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clikit.InboxDB, d store.Driver[TTx],
+	exec clikit.TxExecFunc[TTx], join bool) {
+	cfg := serve.WithSourceEffect(txinbox.Config[TTx]{Scope: "s"}, "outbox", nil, db.OutboxTable(), true, join, exec, "kafka")
+	p, err := txinbox.NewProcessor(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := []txinbox.Header{{Key: "content-type", Value: "text/plain"}, {Key: "x", Value: "1"}}
+	if _, err := p.Process(ctx, []*txinbox.Message{{ID: "bare", Payload: []byte("a")}, {ID: "with", Payload: []byte("b"), Headers: with}}); err != nil {
+		t.Fatal(err)
+	}
+	var nulls int
+	if err := db.Query(ctx, `SELECT count(*) FROM `+db.OutboxTable()+` WHERE headers IS NULL AND message_id = 'bare'`, nil,
+		[]any{&nulls}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if nulls != 1 {
+		t.Errorf("the outbox row of a message without headers has a headers value, want NULL")
+	}
+	target := &headersTarget{sent: map[string][]outbox.Header{}}
+	r, err := outbox.New(db.OutboxStore(), outbox.Config{Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.RunOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("relay RunOnce = %d, %v; want 2 sent", n, err)
+	}
+	if h, ok := target.sent["bare"]; !ok || len(h) != 0 {
+		t.Errorf("bare sent with headers %v (sent: %v), want none", h, ok)
+	}
+	if h := target.sent["with"]; !slices.Equal(h, with) {
+		t.Errorf("with sent with headers %v, want %v", h, with)
+	}
+}
