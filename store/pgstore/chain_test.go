@@ -35,26 +35,14 @@ func TestHandlerRollbackAndChain(t *testing.T) {
 			}
 			cfg := txinbox.Config[pgx.Tx]{MaxAttempts: 1, Handler: handle}
 			if mode == "batch-handler" {
-				cfg.Handler, cfg.BatchHandler = nil, func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
-					for _, m := range msgs {
-						if err := handle(ctx, tx, m); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
+				cfg.Handler, cfg.BatchHandler = nil, perMessage(handle)
 			}
 			p := e.processor(nil, cfg)
-			var res []txinbox.Result
-			var err error
 			want := each(batch, processedOnce)
 			if mode == "offsets" {
 				want = each(batch, rows{Effects: 1})
-				cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3}, Saved: -1}
-				res, _, err = p.ProcessOffsets(e.ctx, messages(batch), cp)
-			} else {
-				res, err = p.Process(e.ctx, messages(batch))
 			}
+			res, _, err := processIn(e, p, mode, batch)
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}

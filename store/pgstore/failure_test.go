@@ -212,6 +212,34 @@ func messages(ids []string) []*txinbox.Message {
 	return out
 }
 
+// perMessage is a BatchHandler that runs handle for each message in turn.
+func perMessage(handle txinbox.HandlerFunc[pgx.Tx]) txinbox.BatchHandlerFunc[pgx.Tx] {
+	return func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+		for _, m := range msgs {
+			if err := handle(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// processIn processes ids with p in mode: "offsets" through ProcessOffsets
+// (positions 0, 1, ..., nothing saved before; it also returns the saved
+// position), else through Process.
+func processIn(e *fenv, p *txinbox.Processor[pgx.Tx], mode string, ids []string) ([]txinbox.Result, int64, error) {
+	if mode != "offsets" {
+		res, err := p.Process(e.ctx, messages(ids))
+		return res, -1, err
+	}
+	pos := make([]int64, len(ids))
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: pos, Saved: -1}
+	return p.ProcessOffsets(e.ctx, messages(ids), cp)
+}
+
 // wantNotCommitted asserts that Process reported the batch as not
 // committed: an error and no ackable result.
 func wantNotCommitted(t *testing.T, res []txinbox.Result, err error, n int) {

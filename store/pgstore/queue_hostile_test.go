@@ -133,27 +133,12 @@ func TestQueueKillsBackend(t *testing.T) {
 			}
 			cfg := txinbox.Config[pgx.Tx]{MaxAttempts: 1, Handler: handle}
 			if mode == "batch-handler" {
-				cfg.Handler, cfg.BatchHandler = nil, func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
-					for _, m := range msgs {
-						if err := handle(ctx, tx, m); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
+				cfg.Handler, cfg.BatchHandler = nil, perMessage(handle)
 			}
 			p := e.processor(nil, cfg)
-			var res []txinbox.Result
-			var err error
-			if mode == "offsets" {
-				cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3}, Saved: -1}
-				var saved int64
-				res, saved, err = p.ProcessOffsets(e.ctx, messages(batch), cp)
-				if err == nil && saved != 3 {
-					t.Errorf("offsets saved at %d, want 3", saved)
-				}
-			} else {
-				res, err = p.Process(e.ctx, messages(batch))
+			res, saved, err := processIn(e, p, mode, batch)
+			if mode == "offsets" && err == nil && saved != 3 {
+				t.Errorf("offsets saved at %d, want 3", saved)
 			}
 			if err != nil {
 				t.Fatalf("Process: %v (the database answers: no outage)", err)

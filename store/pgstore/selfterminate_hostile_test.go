@@ -33,24 +33,13 @@ func TestSelfTerminateOneConnection(t *testing.T) {
 				}
 				return nil
 			}
-			p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
-				for _, m := range msgs {
-					if err := handle(ctx, tx, m); err != nil {
-						return err
-					}
-				}
-				return nil
-			}})
+			p := e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, BatchHandler: perMessage(handle)})
 			want := each(batch, processedOnce)
 			want[batch[1]] = rows{Attempts: 1, DeadLetters: 1}
-			var err error
 			if mode == "offsets" {
 				want = map[string]rows{batch[0]: {Effects: 1}, batch[1]: {Attempts: 1, DeadLetters: 1}, batch[2]: {Effects: 1}}
-				cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2}, Saved: -1}
-				_, _, err = p.ProcessOffsets(e.ctx, messages(batch), cp)
-			} else {
-				_, err = p.Process(e.ctx, messages(batch))
 			}
+			_, _, err := processIn(e, p, mode, batch)
 			if err != nil {
 				t.Fatalf("%v (the database answers: no outage)", err)
 			}
