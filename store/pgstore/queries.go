@@ -55,14 +55,16 @@ const markBatch = "SELECT set_config('txinbox.batch', 'open', true)"
 // notBatchTx is the text of checkBatch's error.
 const notBatchTx = "txinbox: not the batch transaction"
 
-// checkBatch fails (invalid input syntax for type integer, naming
+// batchOpen is 1, or fails (invalid input syntax for type integer, naming
 // notBatchTx) when the transaction is no longer the batch's (markBatch).
-const checkBatch = "SELECT (CASE current_setting('txinbox.batch', true) WHEN 'open' THEN '1' ELSE '" + notBatchTx + "' END)::int"
+const batchOpen = "(CASE current_setting('txinbox.batch', true) WHEN 'open' THEN '1' ELSE '" + notBatchTx + "' END)::int"
+
+// checkBatch checks that the transaction is still the batch's.
+const checkBatch = "SELECT " + batchOpen
 
 // commitSetting tells the commit guard that the COMMIT after it is the
 // processor's, once it checked that the transaction is the batch's.
-const commitSetting = "SELECT set_config('txinbox.commit', 'on', true), " +
-	"(CASE current_setting('txinbox.batch', true) WHEN 'open' THEN '1' ELSE '" + notBatchTx + "' END)::int"
+const commitSetting = "SELECT set_config('txinbox.commit', 'on', true), " + batchOpen
 
 // commitSQL is the processor's commit of a batch transaction (one round
 // trip, the simple protocol).
