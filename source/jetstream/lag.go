@@ -32,8 +32,12 @@ func (c *Consumer) Ready(context.Context) error {
 	return nil
 }
 
-// Lag returns the durable consumer's NumPending (the stream's messages
-// not yet delivered to it), under the partition "".
+// Lag returns the durable consumer's messages not yet acknowledged, under
+// the partition "": NumPending (the stream's messages not yet delivered
+// to it) plus NumAckPending (delivered, not acked). The second part
+// counts the messages being processed and those JetStream handed to a
+// pull request whose consumer has since stopped: they wait for AckWait
+// before they are delivered again, and are not done.
 func (c *Consumer) Lag(ctx context.Context) ([]source.Lag, error) {
 	nc := c.conn()
 	if nc == nil {
@@ -51,5 +55,5 @@ func (c *Consumer) Lag(ctx context.Context) ([]source.Lag, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []source.Lag{{Messages: int64(info.NumPending)}}, nil
+	return []source.Lag{{Messages: int64(info.NumPending) + int64(info.NumAckPending)}}, nil
 }
