@@ -113,8 +113,7 @@ func BenchmarkProcessPartitioned(b *testing.B) {
 // in one statement; dup percent of each batch (after the first 200) are
 // redeliveries of earlier messages. It reports messages/s.
 func runLoad(b *testing.B, d *pgstore.Driver, dup int) {
-	ctx := context.Background()
-	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench",
+	runLoadWith(b, d, dup, txinbox.Config[pgx.Tx]{Scope: "bench",
 		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
 			ids := make([]string, len(msgs))
 			for i, m := range msgs {
@@ -123,6 +122,37 @@ func runLoad(b *testing.B, d *pgstore.Driver, dup int) {
 			_, err := tx.Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
 			return err
 		}})
+}
+
+// BenchmarkProcessDeclarative is BenchmarkProcess with the effect given
+// as SQL (Config.Effect): one autocommitted statement per batch. With
+// -benchmem it gives the Go side's allocations per message:
+//
+//	go test ./store/pgstore -run '^$' -bench Declarative -benchtime 20000x -benchmem
+func BenchmarkProcessDeclarative(b *testing.B) {
+	for _, dup := range []int{0, 30} {
+		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) {
+			pool := testdb.Require(b)
+			schema := testdb.NewSchema(b, pool)
+			pool = testdb.PoolIn(b, schema, 8)
+			ctx := context.Background()
+			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			d, _ := pgstore.New(pool, pgstore.Options{})
+			if err := d.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			runLoadWith(b, d, dup, txinbox.Config[pgx.Tx]{Scope: "bench", Effect: &txinbox.Effect{
+				Statements: []string{"INSERT INTO effects SELECT scope, message_id FROM new_messages"}}})
+		})
+	}
+}
+
+// runLoadWith is runLoad with the processor's configuration given.
+func runLoadWith(b *testing.B, d *pgstore.Driver, dup int, cfg txinbox.Config[pgx.Tx]) {
+	ctx := context.Background()
+	p, err := txinbox.NewProcessor(d, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -150,7 +150,8 @@ func newEffectArgs(rows []store.EffectRow) effectArgs {
 			headers[i] = &rows[i].Headers
 		}
 	}
-	return effectArgs{args: []any{scopes, ids, sources, positions, pkeys, hashes, received, payloads, headers},
+	return effectArgs{args: []any{textArray(scopes), textArray(ids), textArray(sources), textArray(positions), textArray(pkeys),
+		byteaArray(hashes), timeArray(received), byteaArray(payloads), nullTextArray(headers)},
 		scopes: scopes, ids: ids, claimRows: claimRows}
 }
 

@@ -225,7 +225,8 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
 	}
 	res := make([]store.ClaimResult, n)
-	args := []any{scopes, ids, sources, positions, pkeys, hashes, received}
+	args := []any{textArray(scopes), textArray(ids), textArray(sources), textArray(positions), textArray(pkeys),
+		byteaArray(hashes), timeArray(received)}
 	claim, classify := t.q.claim, t.q.claimClassify
 	plan := t.plan
 	t.plan = nil
