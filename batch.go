@@ -3,6 +3,7 @@ package txinbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -76,9 +77,14 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 	b := &batch{slots: make([]slot, len(msgs)), items: make([]*item, 0, len(msgs))}
 	seen := make(map[store.Key]*item, len(msgs))
 	p.fillDefaults(msgs)
+	// The items and the payload hashes are allocated once per batch, not
+	// once per message.
+	slab := make([]item, len(msgs))
+	hashes := make([]byte, len(msgs)*sha256.Size)
 	for i, m := range msgs {
+		hash := hashes[i*sha256.Size : (i+1)*sha256.Size : (i+1)*sha256.Size]
 		h := m.PayloadHash()
-		hash := h[:]
+		copy(hash, h[:])
 		var refuse *noIDMessage
 		if m.ID == "" {
 			refuse = &noIDMessage{msg: m, hash: hash, err: ErrNoMessageID, reason: "no message id"}
@@ -104,7 +110,8 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 			b.slots[i].rep = r
 			continue
 		}
-		it := &item{msg: m, row: store.ClaimRow{
+		it := &slab[i]
+		*it = item{msg: m, row: store.ClaimRow{
 			Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
 			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt,
 		}, headers: headers}

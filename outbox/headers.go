@@ -38,6 +38,9 @@ func jsonSafe(s string) bool {
 // It returns "[]" for no headers. A key that is not JSON-safe is an error
 // naming it, as neither column type can keep it.
 func EncodeHeaders(h []Header) (string, error) {
+	if len(h) == 0 {
+		return "[]", nil
+	}
 	w := make([]wireHeader, len(h))
 	for i, x := range h {
 		if !jsonSafe(x.Key) {

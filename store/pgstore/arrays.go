@@ -27,14 +27,14 @@ func (e *textElem) TextValue() (pgtype.Text, error) {
 }
 
 func (a textArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
-func (a textArray) Index(i int) any                    { return (*textElem)(&a[i]) }
-func (a textArray) IndexType() any                     { return (*textElem)(nil) }
+func (a textArray) Index(i int) any                     { return (*textElem)(&a[i]) }
+func (a textArray) IndexType() any                      { return (*textElem)(nil) }
 
 // nullTextArray is a text[] parameter whose nil elements are NULL.
 type nullTextArray []*string
 
 func (a nullTextArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
-func (a nullTextArray) IndexType() any                     { return (*textElem)(nil) }
+func (a nullTextArray) IndexType() any                      { return (*textElem)(nil) }
 
 // Index returns a typed nil pointer for a nil element, which pgx sends as
 // NULL.
@@ -50,7 +50,7 @@ type byteaElem []byte
 func (e *byteaElem) BytesValue() ([]byte, error) { return *e, nil }
 
 func (a byteaArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
-func (a byteaArray) IndexType() any                     { return (*byteaElem)(nil) }
+func (a byteaArray) IndexType() any                      { return (*byteaElem)(nil) }
 
 // Index returns a typed nil pointer for a nil element, which pgx sends as
 // NULL.
@@ -73,8 +73,8 @@ func (e *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
 }
 
 func (a timeArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
-func (a timeArray) Index(i int) any                    { return (*timeElem)(&a[i]) }
-func (a timeArray) IndexType() any                     { return (*timeElem)(nil) }
+func (a timeArray) Index(i int) any                     { return (*timeElem)(&a[i]) }
+func (a timeArray) IndexType() any                      { return (*timeElem)(nil) }
 
 // dims are the dimensions of a one-dimensional array of n elements; an
 // empty array has none (pgx sends '{}', not NULL, for a non-nil empty

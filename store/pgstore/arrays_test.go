@@ -1,0 +1,74 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/txinbox/txinbox/internal/testdb"
+)
+
+// TestArrayParams sends each array parameter type to PostgreSQL and reads
+// it back as PostgreSQL decoded it: the elements, their order, NULLs
+// (nil elements) apart from empty values, and empty arrays, in pgx's
+// default binary format and in the statement cache's.
+func TestArrayParams(t *testing.T) {
+	pool := testdb.Require(t)
+	ctx := context.Background()
+	empty, long := "", string(bytes.Repeat([]byte("é"), 5000))
+	at := time.Date(2026, 12, 2, 6, 30, 0, 123456000, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		texts    textArray
+		nulls    nullTextArray
+		bytes    byteaArray
+		times    timeArray
+		wantNull []bool
+	}{
+		{name: "values", texts: textArray{"a", "", long}, nulls: nullTextArray{&empty, nil, &long},
+			bytes: byteaArray{{1, 2}, {}, nil}, times: timeArray{at, {}, at.Add(time.Hour)}, wantNull: []bool{false, false, true}},
+		{name: "empty", texts: textArray{}, nulls: nullTextArray{}, bytes: byteaArray{}, times: timeArray{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var texts, nulls []*string
+			var bs [][]byte
+			var times []time.Time
+			var bytesNull []bool
+			err := pool.QueryRow(ctx, `SELECT $1::text[], $2::text[], $3::bytea[], $4::timestamptz[],
+				ARRAY(SELECT b IS NULL FROM unnest($3::bytea[]) AS b)`,
+				tc.texts, tc.nulls, tc.bytes, tc.times).Scan(&texts, &nulls, &bs, &times, &bytesNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := deref(texts); !slices.Equal(got, []string(tc.texts)) || len(texts) != len(tc.texts) {
+				t.Errorf("text[] = %q, want %q", got, tc.texts)
+			}
+			for i := range tc.nulls {
+				if (nulls[i] == nil) != (tc.nulls[i] == nil) || nulls[i] != nil && *nulls[i] != *tc.nulls[i] {
+					t.Errorf("nullable text[%d] = %v, want %v", i, nulls[i], tc.nulls[i])
+				}
+			}
+			if len(nulls) != len(tc.nulls) {
+				t.Errorf("nullable text[] has %d elements, want %d", len(nulls), len(tc.nulls))
+			}
+			if !slices.EqualFunc(bs, tc.bytes, bytes.Equal) || !slices.Equal(bytesNull, tc.wantNull) && len(tc.wantNull) > 0 {
+				t.Errorf("bytea[] = %v (NULL: %v), want %v (NULL: %v)", bs, bytesNull, tc.bytes, tc.wantNull)
+			}
+			if !slices.EqualFunc(times, tc.times, time.Time.Equal) {
+				t.Errorf("timestamptz[] = %v, want %v", times, tc.times)
+			}
+		})
+	}
+}
+
+func deref(ss []*string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		if s != nil {
+			out[i] = *s
+		}
+	}
+	return out
+}
