@@ -49,9 +49,11 @@ WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.m
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
 RETURNING scope, message_id),
+txinbox_new AS (
+SELECT m.* FROM txinbox_batch m JOIN txinbox_inserted i ON i.scope = m.scope AND i.message_id = m.message_id),
 new_messages AS (
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload, m.headers::jsonb AS headers, m.received_at
-FROM txinbox_batch m JOIN txinbox_inserted i ON i.scope = m.scope AND i.message_id = m.message_id)`))
+FROM txinbox_new m)`))
 	for i, s := range statements {
 		fmt.Fprintf(&b, ",\ntxinbox_effect_%d AS (%s)", i+1, s)
 	}
@@ -63,7 +65,9 @@ ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at)`))
 	}
 	if !classify {
-		b.WriteString("\nSELECT scope, message_id FROM txinbox_inserted")
+		// The batch's ordinals of the rows it inserted: read without a
+		// string or a map per row (markOrdinals).
+		b.WriteString("\nSELECT ord FROM txinbox_new")
 		return b.String()
 	}
 	b.WriteString(classifySelect(t, "txinbox_batch m"))
@@ -120,7 +124,7 @@ func (t *pgTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 	ea := newEffectArgs(rows)
 	res := make([]store.ClaimResult, len(rows))
 	f := effectForm{classify: t.q.duplicates.Load()}
-	scan := markInserted(ea.claimRows, res)
+	scan := markOrdinals(res)
 	if f.classify {
 		scan = classifyClaimed(res)
 	}
@@ -172,7 +176,7 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 	ea := newEffectArgs(rows)
 	res := make([]store.ClaimResult, len(rows))
 	f := effectForm{classify: d.q.duplicates.Load(), committed: true, checkpoint: cp != nil}
-	scan := markInserted(ea.claimRows, res)
+	scan := markOrdinals(res)
 	if f.classify {
 		scan = classifyClaimed(res)
 	}

@@ -395,6 +395,22 @@ func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows)
 	}
 }
 
+// markOrdinals marks the rows whose 1-based ordinals the claim returns as
+// inserted.
+func markOrdinals(res []store.ClaimResult) func(pgx.Rows) error {
+	return func(rs pgx.Rows) error {
+		var ord int64
+		_, err := pgx.ForEachRow(rs, []any{&ord}, func() error {
+			if ord < 1 || ord > int64(len(res)) {
+				return fmt.Errorf("pgstore: claim returned ordinal %d of a batch of %d", ord, len(res))
+			}
+			res[ord-1].Status = store.ClaimNew
+			return nil
+		})
+		return err
+	}
+}
+
 // classifySeen classifies a key that was not inserted from what a
 // statement saw of it (the inbox row's and the dead letter's payload
 // hashes), and reports whether it saw it at all.
