@@ -103,11 +103,7 @@ func (c *Consumer) setWatermark(tp topicPartition, offset int64) {
 // processChunk runs one batch transaction and returns how many leading
 // records were acked and, if not all, how long the partition pauses.
 func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record) (int, time.Duration) {
-	msgs := make([]*txinbox.Message, len(recs))
-	positions := make([]int64, len(recs))
-	for i, r := range recs {
-		msgs[i], positions[i] = c.message(r), r.Offset
-	}
+	msgs, positions := c.messages(tp, recs)
 	var res []txinbox.Result
 	var err error
 	watermark := isWatermarkKey(c.cfg.Key)
@@ -160,25 +156,48 @@ func (c *Consumer) batchFailed(ctx context.Context, tp topicPartition, err error
 	return runner.OutageDelay(c.cfg.ErrorBackoff, n, outage)
 }
 
-// message turns a record into the inbox's message. All records of a
-// partition share one PartitionKey, so that with Ordered a failed record
-// holds back every later record of its partition.
-func (c *Consumer) message(r *kgo.Record) *txinbox.Message {
-	part := strconv.FormatInt(int64(r.Partition), 10)
-	m := &txinbox.Message{
-		ID:             c.cfg.Key.ID(r),
-		Source:         r.Topic,
-		SourcePosition: part + ":" + strconv.FormatInt(r.Offset, 10),
-		PartitionKey:   r.Topic + "/" + part,
-		Payload:        r.Value,
+// messages turns the records of one partition (tp) into the inbox's
+// messages and their offsets. All records of a partition share one
+// PartitionKey, so that with Ordered a failed record holds back every
+// later record of its partition. What every record allocates alike is
+// allocated once per chunk: the messages, the partition's key, the header
+// slices; and one string holds a record's header values (each value a
+// substring of it).
+func (c *Consumer) messages(tp topicPartition, recs []*kgo.Record) ([]*txinbox.Message, []int64) {
+	part := strconv.FormatInt(int64(tp.partition), 10)
+	pkey := tp.topic + "/" + part
+	slab := make([]txinbox.Message, len(recs))
+	msgs, positions := make([]*txinbox.Message, len(recs)), make([]int64, len(recs))
+	nh := 0
+	for _, r := range recs {
+		nh += len(r.Headers)
 	}
-	if len(r.Headers) > 0 {
-		m.Headers = make([]txinbox.Header, len(r.Headers))
-		for i, h := range r.Headers {
-			m.Headers[i] = txinbox.Header{Key: h.Key, Value: string(h.Value)}
+	headers := make([]txinbox.Header, nh)
+	var buf []byte
+	for i, r := range recs {
+		m := &slab[i]
+		*m = txinbox.Message{ID: c.cfg.Key.ID(r), Source: r.Topic,
+			SourcePosition: string(strconv.AppendInt(append(append(buf[:0], part...), ':'), r.Offset, 10)),
+			PartitionKey:   pkey, Payload: r.Value}
+		if r.Topic != tp.topic || r.Partition != tp.partition { // not from a chunk of tp
+			rp := strconv.FormatInt(int64(r.Partition), 10)
+			m.SourcePosition, m.PartitionKey = rp+":"+strconv.FormatInt(r.Offset, 10), r.Topic+"/"+rp
 		}
+		if len(r.Headers) > 0 {
+			m.Headers, headers = headers[:len(r.Headers):len(r.Headers)], headers[len(r.Headers):]
+			buf = buf[:0]
+			for _, h := range r.Headers {
+				buf = append(buf, h.Value...)
+			}
+			values, at := string(buf), 0
+			for j, h := range r.Headers {
+				m.Headers[j] = txinbox.Header{Key: h.Key, Value: values[at : at+len(h.Value)]}
+				at += len(h.Value)
+			}
+		}
+		msgs[i], positions[i] = m, r.Offset
 	}
-	return m
+	return msgs, positions
 }
 
 // produceDeadLetters copies the dead-lettered records to the dead-letter
