@@ -21,6 +21,12 @@ import (
 //
 //	go test ./store/pgstore -run '^$' -bench . -benchtime 20000x
 func BenchmarkProcess(b *testing.B) {
+	benchDups(b, func(b *testing.B, d *pgstore.Driver, dup int) { runLoad(b, d, dup) })
+}
+
+// benchDups runs load at 0% and 30% duplicates, each on a fresh schema
+// with an effects table.
+func benchDups(b *testing.B, load func(*testing.B, *pgstore.Driver, int)) {
 	for _, dup := range []int{0, 30} {
 		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) {
 			pool := testdb.Require(b)
@@ -34,7 +40,7 @@ func BenchmarkProcess(b *testing.B) {
 			if err := d.Migrate(ctx); err != nil {
 				b.Fatal(err)
 			}
-			runLoad(b, d, dup)
+			load(b, d, dup)
 		})
 	}
 }
@@ -130,23 +136,10 @@ func runLoad(b *testing.B, d *pgstore.Driver, dup int) {
 //
 //	go test ./store/pgstore -run '^$' -bench Declarative -benchtime 20000x -benchmem
 func BenchmarkProcessDeclarative(b *testing.B) {
-	for _, dup := range []int{0, 30} {
-		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) {
-			pool := testdb.Require(b)
-			schema := testdb.NewSchema(b, pool)
-			pool = testdb.PoolIn(b, schema, 8)
-			ctx := context.Background()
-			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
-				b.Fatal(err)
-			}
-			d, _ := pgstore.New(pool, pgstore.Options{})
-			if err := d.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			runLoadWith(b, d, dup, txinbox.Config[pgx.Tx]{Scope: "bench", Effect: &txinbox.Effect{
-				Statements: []string{"INSERT INTO effects SELECT scope, message_id FROM new_messages"}}})
-		})
-	}
+	benchDups(b, func(b *testing.B, d *pgstore.Driver, dup int) {
+		runLoadWith(b, d, dup, txinbox.Config[pgx.Tx]{Scope: "bench", Effect: &txinbox.Effect{
+			Statements: []string{"INSERT INTO effects SELECT scope, message_id FROM new_messages"}}})
+	})
 }
 
 // runLoadWith is runLoad with the processor's configuration given.
