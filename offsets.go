@@ -273,7 +273,7 @@ func (p *Processor[TTx]) offsetCheckpoint(ob *offsetBatch, pos int64) store.Chec
 // trip), the handlers run, and it commits. When a handler fails, the work
 // is rolled back and redone message by message (offsetPrefix).
 func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved int64, info *BatchInfo) error {
-	tx, _, err := p.beginOffsets(ctx, p.offsetCheckpoint(ob, ob.pos[len(ob.pos)-1]), saved)
+	tx, err := p.beginDeferred(ctx, p.offsetCheckpoint(ob, ob.pos[len(ob.pos)-1]), saved)
 	if err != nil {
 		return err
 	}
@@ -281,12 +281,18 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	handlerStart := time.Now()
 	culprit, herr := p.offsetsOptimistic(ctx, tx, ob.msgs)
 	info.HandlerDuration = time.Since(handlerStart)
+	if errors.Is(herr, store.ErrCheckpointMoved) { // a handler's statement began the deferred move
+		return ErrCheckpointMoved
+	}
 	if herr == nil {
 		commitStart := time.Now()
 		err := tx.Commit(ctx)
 		info.CommitDuration = time.Since(commitStart)
 		if err == nil {
 			ob.done = len(ob.msgs)
+		}
+		if errors.Is(err, store.ErrCheckpointMoved) {
+			return ErrCheckpointMoved
 		}
 		qe, bt := (*store.QueuedStatementError)(nil), (*store.BrokenTxError)(nil)
 		if !errors.As(err, &qe) && !errors.As(err, &bt) {
@@ -331,6 +337,26 @@ func (p *Processor[TTx]) offsetsOptimistic(ctx context.Context, tx store.Tx[TTx]
 		}
 	}
 	return -1, nil
+}
+
+// beginDeferred begins the optimistic transaction of ProcessOffsets: the
+// checkpoint's move travels with its first round trip where the store can
+// defer it (store.DeferredAdvancer: with handlers that queue their
+// statements, the batch is one round trip), else it moves first
+// (beginOffsets).
+func (p *Processor[TTx]) beginDeferred(ctx context.Context, cp store.Checkpoint, saved int64) (store.Tx[TTx], error) {
+	tx, err := p.driver.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	da, ok := tx.(store.DeferredAdvancer)
+	if !ok {
+		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // nothing began
+		tx, _, err = p.beginOffsets(ctx, cp, saved)
+		return tx, err
+	}
+	da.DeferAdvance(cp, saved)
+	return tx, nil
 }
 
 // beginOffsets begins a transaction of ProcessOffsets by moving the

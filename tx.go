@@ -115,6 +115,9 @@ func (p *Processor[TTx]) rollbackFailed(ctx context.Context, tx store.Tx[TTx], h
 // deadline) fails with a *store.BrokenTxError naming what it did.
 func (p *Processor[TTx]) afterHandler(tx store.Tx[TTx], herr error) error {
 	cerr := tx.Check(herr)
+	if errors.Is(cerr, store.ErrCheckpointMoved) {
+		return cerr
+	}
 	var bt *store.BrokenTxError
 	if !errors.As(cerr, &bt) {
 		return herr

@@ -187,8 +187,10 @@ type Tx[TTx any] interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 	// Check reports, after a handler returned herr, whether the handler
-	// left the transaction unusable: a *BrokenTxError, or nil. It costs no
-	// round trip (it reads the connection's local state).
+	// left the transaction unusable: a *BrokenTxError, or nil; or
+	// ErrCheckpointMoved when a handler's statement sent a deferred
+	// checkpoint move (DeferredAdvancer) that found the checkpoint moved.
+	// It costs no round trip (it reads the connection's local state).
 	Check(herr error) error
 }
 
@@ -253,6 +255,24 @@ type CheckpointAdvancer interface {
 	// commit guard, as Claim does.
 	AdvanceCheckpoint(ctx context.Context, cp Checkpoint, previous int64) (bool, error)
 }
+
+// DeferredAdvancer is the optional Tx interface that saves a batch of
+// offsets as the inbox a round trip: the checkpoint moves as part of the
+// transaction's first round trip, whatever that is (a handler's first
+// statement, or the commit with the statements handlers queued), instead
+// of one of its own before the handlers run. Handlers may then run for a
+// partition that another consumer moved on; nothing of theirs commits.
+type DeferredAdvancer interface {
+	// DeferAdvance is AdvanceCheckpoint deferred to the transaction's
+	// first round trip, which fails with ErrCheckpointMoved (and nothing
+	// commits) when the saved checkpoint is not previous. It must be
+	// called before the transaction's first statement.
+	DeferAdvance(cp Checkpoint, previous int64)
+}
+
+// ErrCheckpointMoved is the error of a transaction whose deferred
+// checkpoint move (DeferredAdvancer) found the checkpoint elsewhere.
+var ErrCheckpointMoved = errors.New("store: the partition's checkpoint moved (another consumer processed the partition)")
 
 // EffectRow is a ClaimRow with what a declarative effect reads of its
 // message.

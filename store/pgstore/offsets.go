@@ -2,8 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
@@ -31,6 +34,39 @@ ins AS (INSERT INTO {checkpoints} (scope, source, partition, position, updated_a
 SELECT (SELECT count(*) FROM up) + (SELECT count(*) FROM ins)`)
 }
 
+// advanceMoved names the failure of advanceGuardedSQL.
+const advanceMoved = "txinbox: checkpoint moved"
+
+// advanceGuardedSQL is advanceSQL failing (invalid input syntax for type
+// integer, naming advanceMoved) when the checkpoint is not where the
+// caller saw it: statements sent after it in the same round trip, and the
+// COMMIT, are then skipped by the server.
+func advanceGuardedSQL(t schema.Tables) string {
+	s := advanceSQL(t)
+	i := strings.LastIndex(s, "SELECT (SELECT count(*) FROM up)")
+	return s[:i] + "SELECT (CASE (SELECT count(*) FROM up) + (SELECT count(*) FROM ins) WHEN 1 THEN '1' ELSE '" +
+		advanceMoved + "' END)::int"
+}
+
+// movedError maps the failure of advanceGuardedSQL in err to
+// store.ErrCheckpointMoved.
+func movedError(err error) error {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, advanceMoved) {
+		return store.ErrCheckpointMoved
+	}
+	return err
+}
+
+var _ store.DeferredAdvancer = (*pgTx)(nil)
+
+// DeferAdvance implements store.DeferredAdvancer: the transaction's first
+// round trip (firstBatch) carries the guarded move.
+func (t *pgTx) DeferAdvance(cp store.Checkpoint, previous int64) {
+	if t.tx == nil {
+		t.advance = []any{cp.Scope, cp.Source, cp.Partition, cp.Position, previous}
+	}
+}
+
 // AdvanceCheckpoint implements store.CheckpointAdvancer. As the first
 // statement of the transaction it travels with the BEGIN, in one round
 // trip.
@@ -41,7 +77,7 @@ func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previ
 		err := t.tx.QueryRow(ctx, t.q.advance, args...).Scan(&n)
 		return n == 1, err
 	}
-	b := firstBatch()
+	b := t.firstBatch()
 	b.Queue(t.q.advance, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&n) })
 	err := t.sendFirst(ctx, b)
 	return n == 1, err

@@ -19,6 +19,9 @@ type queries struct {
 	// advance moves a checkpoint from where the caller saw it
 	// (offsets.go).
 	advance string
+	// advanceGuarded is advance failing (advanceMoved) instead of
+	// answering 0 (DeferAdvance).
+	advanceGuarded string
 	// tables expands the declarative effects' claims, cached in effects
 	// by their statements (effect.go).
 	tables  schema.Tables
@@ -163,6 +166,7 @@ VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`)
 	q.advance = advanceSQL(t)
+	q.advanceGuarded = advanceGuardedSQL(t)
 	// The claims that also save a planned checkpoint ($8-$11), in the
 	// first statement of a batch (pgTx.PlanCheckpoint).
 	guard := t.Expand(guardCTE)

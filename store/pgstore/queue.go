@@ -110,7 +110,13 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 	sent := t.queueInto(b)
 	b.Queue(commitSetting)
 	b.Queue("COMMIT")
-	br := t.tx.SendBatch(ctx, b)
+	return t.finishCommit(ctx, t.tx.SendBatch(ctx, b), sent)
+}
+
+// finishCommit reads the results of the queued statements sent and of
+// the commitSetting and COMMIT after them, and rolls the transaction back
+// if one failed.
+func (t *pgTx) finishCommit(ctx context.Context, br pgx.BatchResults, sent []string) error {
 	err := closeQueued(br, sent, func() error {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -121,9 +127,29 @@ func (t *pgTx) commitQueued(ctx context.Context) error {
 		}
 		return err
 	})
-	// A closed connection (a queued statement ended its own session) has
-	// nothing to roll back: the attempt's error would hide the statement's.
-	if pc := t.tx.Conn().PgConn(); err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
+	if err != nil {
+		return t.rollbackOpen(ctx, err)
+	}
+	return nil
+}
+
+// abandon closes br after its statement failed with err and rolls the
+// transaction back if it is open.
+func (t *pgTx) abandon(ctx context.Context, br pgx.BatchResults, err error) error {
+	br.Close() //nolint:errcheck // err is the first failure
+	return t.rollbackOpen(ctx, err)
+}
+
+// rollbackOpen returns err, rolling the transaction back if it is still
+// open. A closed connection (a queued statement ended its own session)
+// has nothing to roll back: the attempt's error would hide the
+// statement's.
+func (t *pgTx) rollbackOpen(ctx context.Context, err error) error {
+	c := t.tx.Conn()
+	if c == nil { // a batch that failed before it was sent has no transaction
+		return err
+	}
+	if pc := c.PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
 		return errors.Join(err, t.tx.Rollback(context.WithoutCancel(ctx)))
 	}
 	return err

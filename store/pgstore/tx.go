@@ -38,6 +38,11 @@ type pgTx struct {
 	// plan is the checkpoint the claim saves, if planned; saved is it
 	// once the claim saved it.
 	plan, saved *store.Checkpoint
+	// advance holds the arguments of a deferred checkpoint move
+	// (DeferAdvance) until the first round trip sends it; beginErr is
+	// the error of a first round trip that a handler's statement sent.
+	advance  []any
+	beginErr error
 }
 
 var _ store.CheckpointPlanner = (*pgTx)(nil)
@@ -56,7 +61,8 @@ var txOptions = pgx.TxOptions{CommitQuery: commitSQL}
 
 // Tx returns the open transaction as handlers see it: guarded, so that
 // its Commit and Rollback are refused. The processor calls it only after
-// the claim began the transaction.
+// the claim began the transaction, or with a deferred checkpoint move
+// (DeferAdvance): then the handler's first statement begins it (lazy.go).
 func (t *pgTx) Tx() pgx.Tx {
 	if t.htx == nil || t.htx.Tx != t.tx {
 		t.htx = &handlerTx{Tx: t.tx, owner: t}
@@ -82,9 +88,17 @@ var errTxEnded = errors.New("pgstore: the batch transaction has ended (a handler
 // open reports whether the transaction is still open: local state. A
 // handler that kept its transaction after the batch ended finds it ended
 // (its connection may serve another batch by then).
-func (h *handlerTx) open() bool { return h.owner.tx == h.Tx && h.Tx.Conn().PgConn().TxStatus() != 'I' }
+func (h *handlerTx) open() bool {
+	if h.Tx == nil {
+		return h.owner.waiting()
+	}
+	return h.owner.tx == h.Tx && h.Tx.Conn().PgConn().TxStatus() != 'I'
+}
 
 func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := h.begin(ctx); err != nil {
+		return nil, err
+	}
 	if !h.open() {
 		return nil, errTxEnded
 	}
@@ -92,6 +106,9 @@ func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (h *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := h.begin(ctx); err != nil {
+		return 0, err
+	}
 	if !h.open() {
 		return 0, errTxEnded
 	}
@@ -99,6 +116,9 @@ func (h *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []s
 }
 
 func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := h.begin(ctx); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
 	if !h.open() {
 		return pgx.FailedBatchResults(b, errTxEnded)
 	}
@@ -106,6 +126,9 @@ func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResult
 }
 
 func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := h.begin(ctx); err != nil {
+		return nil, err
+	}
 	if !h.open() {
 		return nil, errTxEnded
 	}
@@ -113,6 +136,9 @@ func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Stat
 }
 
 func (h *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := h.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	if !h.open() {
 		return pgconn.CommandTag{}, errTxEnded
 	}
@@ -120,6 +146,9 @@ func (h *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 }
 
 func (h *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := h.begin(ctx); err != nil {
+		return nil, err
+	}
 	if !h.open() {
 		return nil, errTxEnded
 	}
@@ -127,6 +156,9 @@ func (h *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 }
 
 func (h *handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := h.begin(ctx); err != nil {
+		return errRow{err}
+	}
 	if !h.open() {
 		return errRow{}
 	}
@@ -145,9 +177,15 @@ func serverOrNetwork(err error) bool {
 		errors.Is(err, syscall.ECONNRESET)
 }
 
-type errRow struct{}
+// errRow is the Row of a QueryRow that was refused: err, else errTxEnded.
+type errRow struct{ err error }
 
-func (errRow) Scan(...any) error { return errTxEnded }
+func (r errRow) Scan(...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return errTxEnded
+}
 
 func (h *handlerTx) Commit(context.Context) error {
 	h.ended = "tx.Commit"
@@ -161,13 +199,20 @@ func (h *handlerTx) Rollback(context.Context) error {
 
 // Check reads the connection's local state after a handler: no round trip.
 func (t *pgTx) Check(herr error) error {
-	if t.tx == nil {
-		return nil
-	}
 	if h := t.htx; h != nil && h.ended != "" {
 		what := h.ended
 		h.ended = ""
 		return &store.BrokenTxError{Reason: "it called " + what + " on the transaction it was given (refused: the processor ends it)"}
+	}
+	if errors.Is(t.beginErr, store.ErrCheckpointMoved) {
+		return store.ErrCheckpointMoved
+	}
+	if t.beginErr != nil {
+		return &store.BrokenTxError{Lost: true, DatabaseFault: true,
+			Reason: "the transaction could not begin at the handler's first statement: " + t.beginErr.Error()}
+	}
+	if t.tx == nil {
+		return nil
 	}
 	pc := t.tx.Conn().PgConn()
 	if pc.IsClosed() {
@@ -197,7 +242,7 @@ func (t *pgTx) begin(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	b := firstBatch()
+	b := t.firstBatch()
 	if t.layout.partitioned {
 		// Taken before any savepoint: a lock taken inside one would be
 		// released by ROLLBACK TO SAVEPOINT.
@@ -206,12 +251,17 @@ func (t *pgTx) begin(ctx context.Context) error {
 	return t.sendFirst(ctx, b)
 }
 
-// firstBatch begins a transaction's first round trip: the BEGIN and
-// markBatch, which the commit checks.
-func firstBatch() *pgx.Batch {
+// firstBatch begins a transaction's first round trip: the BEGIN,
+// markBatch, which the commit checks, and a deferred checkpoint move
+// (DeferAdvance), which arms the commit guard.
+func (t *pgTx) firstBatch() *pgx.Batch {
 	b := &pgx.Batch{}
 	b.BeginTx(txOptions)
 	b.Queue(markBatch)
+	if t.advance != nil {
+		b.Queue(t.q.advanceGuarded, t.advance...)
+		t.advance = nil
+	}
 	return b
 }
 
@@ -316,7 +366,7 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 		}
 		return scan(rs)
 	}
-	b := firstBatch()
+	b := t.firstBatch()
 	if t.layout.partitioned {
 		// Same round trip; the claim's own snapshot is taken after the
 		// lock is granted (partition.go).
@@ -337,7 +387,7 @@ func (t *pgTx) sendFirst(ctx context.Context, b *pgx.Batch) error {
 	t.conn = c
 	br := c.SendBatch(ctx, b)
 	t.tx = br.Tx() // rolled back (or closed) by the caller on error
-	return br.Close()
+	return movedError(br.Close())
 }
 
 // release hands the connection back to the pool once the transaction
@@ -512,6 +562,9 @@ func (t *pgTx) ReleaseSavepoint(ctx context.Context) error {
 // commit.
 func (t *pgTx) Commit(ctx context.Context) error {
 	if t.tx == nil {
+		if t.advance != nil {
+			return t.commitDeferred(ctx)
+		}
 		return nil
 	}
 	defer t.release()
@@ -531,6 +584,7 @@ func (t *pgTx) Commit(ctx context.Context) error {
 // Rollback rolls back; a transaction that never began (or ended) has
 // nothing to undo.
 func (t *pgTx) Rollback(ctx context.Context) error {
+	t.advance = nil
 	if t.tx == nil {
 		return nil
 	}
