@@ -221,3 +221,53 @@ func TestOffsetsDeferredHandlerEndsTx(t *testing.T) {
 		t.Errorf("%d effects, want none (the batch handler failed at its first message)", n)
 	}
 }
+
+// TestOffsetsDeferredQueuedStatementRefused: in the deferred commit (one
+// round trip from BEGIN to COMMIT), a queued statement that PostgreSQL
+// cannot prepare, or an argument pgx cannot encode, fails before anything
+// is sent: the error names the statement, the batch's other messages
+// commit in the redo, and the watermark stops before the culprit.
+func TestOffsetsDeferredQueuedStatementRefused(t *testing.T) {
+	for name, bad := range map[string]func(ctx context.Context, tx pgx.Tx) error{
+		"does not parse": func(ctx context.Context, tx pgx.Tx) error {
+			return pgstore.Queue(tx, "INSERT INTO no_such_table VALUES (1)")
+		},
+		"unencodable argument": func(ctx context.Context, tx pgx.Tx) error {
+			return pgstore.Queue(tx, "INSERT INTO effects VALUES ($1)", make(chan int))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newDeferredEnv(t)
+			p := e.processor(func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+				for _, m := range msgs {
+					if m.ID == "m2" {
+						if err := bad(ctx, tx); err != nil {
+							return err
+						}
+						continue
+					}
+					if err := pgstore.Queue(tx, "INSERT INTO effects VALUES ($1)", m.ID); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			res, _, err := e.offsets(p, 0, 4, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Outcome != txinbox.Processed || res[1].Outcome != txinbox.Processed || res[2].Outcome != txinbox.Retry {
+				t.Fatalf("outcomes %v, want the two before m2 processed, m2 retried", res)
+			}
+			if res[2].Err == nil || !strings.Contains(res[2].Err.Error(), "queued by the handler failed (INSERT INTO ") {
+				t.Errorf("m2's error %v does not name its queued statement", res[2].Err)
+			}
+			if n := e.effects(); n != 2 {
+				t.Errorf("%d effects, want 2 (m0, m1)", n)
+			}
+			if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 1 {
+				t.Errorf("checkpoint %v, %v; want 1 (before m2)", cps, err)
+			}
+		})
+	}
+}
