@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txinbox/txinbox/internal/duration"
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Ready returns nil when Run's client reaches a broker and is a member of
@@ -99,7 +99,7 @@ func topicHorizons(rcs kadm.ResourceConfigs, t string) ([]source.Horizon, error)
 		h := source.Horizon{What: fmt.Sprintf("Kafka topic %q", t), Figure: "retention.ms=" + *cfg.Value, Forever: ms < 0}
 		if ms >= 0 {
 			h.Within = time.Duration(ms) * time.Millisecond
-			h.Figure += " (" + runner.Days(h.Within) + ")"
+			h.Figure += " (" + duration.Format(h.Within) + ")"
 		}
 		hs = append(hs, h)
 	}

@@ -9,8 +9,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/txinbox/txinbox/internal/duration"
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/internal/runner"
 )
 
 // Ready returns nil when the queue answers GetQueueAttributes: SQS is
@@ -47,7 +47,7 @@ func (c *Consumer) RedeliveryHorizons(ctx context.Context) ([]source.Horizon, er
 	}
 	d := time.Duration(sec) * time.Second
 	return []source.Horizon{{What: "SQS queue " + c.cfg.QueueURL, Within: d,
-		Figure: "MessageRetentionPeriod=" + v + " (" + runner.Days(d) + ")"}}, nil
+		Figure: "MessageRetentionPeriod=" + v + " (" + duration.Format(d) + ")"}}, nil
 }
 
 // attribute reads one attribute of the queue.
