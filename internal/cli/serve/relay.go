@@ -170,11 +170,15 @@ func (c *relayRunCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	}
 	defer closeTarget()
 	db, err := clikit.OpenDB(ctx, c.db, int32(min(max(c.relay.concurrency, 1)+2, 64)))
-	if err != nil {
+	if stoppedStarting(ctx, env, in.Path, err) {
+		return clikit.ExitOK
+	} else if err != nil {
 		return in.Fail(clikit.ExitUsage, "%v", err)
 	}
 	defer db.Close()
-	if err := db.Admin.Migrate(ctx); err != nil {
+	if err := db.Admin.Migrate(ctx); stoppedStarting(ctx, env, in.Path, err) {
+		return clikit.ExitOK
+	} else if err != nil {
 		return in.Fail(clikit.ExitFailure, "migrating %s: %v", db.Where, err)
 	}
 	r, err := outbox.New(db.OutboxStore(), c.relay.config(target, logger))

@@ -257,7 +257,9 @@ func (o *serveOptions) validateFlags() error {
 
 func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 	db, err := clikit.OpenDB(ctx, o.db, 8)
-	if err != nil {
+	if stoppedStarting(ctx, env, "txinbox serve", err) {
+		return clikit.ExitOK
+	} else if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		if _, down := errors.AsType[clikit.ConnectError](err); down {
 			return clikit.ExitFailure // the database does not answer: it may later
@@ -265,7 +267,7 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 		return clikit.ExitUsage
 	}
 	defer db.Close()
-	if err := db.Admin.Migrate(ctx); stoppedStarting(ctx, env, err) {
+	if err := db.Admin.Migrate(ctx); stoppedStarting(ctx, env, "txinbox serve", err) {
 		return clikit.ExitOK
 	} else if err != nil {
 		fmt.Fprintf(env.Stderr, "txinbox serve: migrating %s: %v\n", db.Where, err)
@@ -314,7 +316,7 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 	defer stopTraces() // after the sources stopped: their last spans are flushed
 	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
 	defer closeAll() // after the server stopped: the batches in flight commit
-	if stoppedStarting(ctx, env, err) {
+	if stoppedStarting(ctx, env, "txinbox serve", err) {
 		return clikit.ExitOK
 	}
 	if err != nil {
@@ -327,11 +329,11 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 // stoppedStarting says "stopped during start-up" when err is the signal's
 // cancellation ending a start-up step (migrating, connecting to a
 // broker): what the user asked for, not a failure.
-func stoppedStarting(ctx context.Context, env *clikit.Env, err error) bool {
+func stoppedStarting(ctx context.Context, env *clikit.Env, cmd string, err error) bool {
 	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 		return false
 	}
-	fmt.Fprintln(env.Stderr, "txinbox serve: stopped during start-up")
+	fmt.Fprintln(env.Stderr, cmd+": stopped during start-up")
 	return true
 }
 
