@@ -100,7 +100,12 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 	if err := benchKafkaProduce(ctx, seeds, topic, dup); err != nil {
 		return nil, err
 	}
-	d, err := pgstore.New(pool, pgstore.Options{})
+	own, app, err := benchKafkaPool(ctx, pool, topic)
+	if err != nil {
+		return nil, err
+	}
+	defer own.Close()
+	d, err := pgstore.New(own, pgstore.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +155,9 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 	if err != nil {
 		return nil, err
 	}
+	if err := benchKafkaSettle(ctx, pool, own, app); err != nil {
+		return nil, err
+	}
 	elapsed := end.Sub(start).Seconds()
 	r := &benchResult{Name: name, Store: "postgres", Duplicates: dup, Workers: 1, Seconds: elapsed,
 		P50ms: lat.percentile(0.5), P99ms: lat.percentile(0.99), lat: &lat}
@@ -167,6 +175,46 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 	r.Effects -= st0.Processed // those of the slice
 	r.MsgsPerSec = float64(r.Messages) / elapsed
 	return r, nil
+}
+
+// benchKafkaPool is a pool of its own for a slice's consumer, its sessions
+// named after the slice's topic (the application name it returns), so
+// that benchKafkaSettle can wait for them to end.
+func benchKafkaPool(ctx context.Context, pool *pgxpool.Pool, topic string) (*pgxpool.Pool, string, error) {
+	cfg := pool.Config()
+	app := "txinbox-" + topic
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	own, err := pgxpool.NewWithConfig(ctx, cfg)
+	return own, app, err
+}
+
+// benchKafkaSettle closes the stopped consumer's pool (own) and waits, for
+// at most 30 seconds, until the server has no session of it left. Run's
+// context ending while a batch's COMMIT was on its way leaves the client
+// no answer to wait for, but the server still runs the statements it was
+// sent (the effects and the COMMIT go in one round trip): on a loaded
+// machine they landed after the next scenario emptied the tables, which
+// then had a batch of effects without inbox rows.
+func benchKafkaSettle(ctx context.Context, pool, own *pgxpool.Pool, app string) error {
+	own.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d database sessions of the stopped consumer still open after 30s", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // benchKafkaProduce creates the topic and produces the records, a share of
