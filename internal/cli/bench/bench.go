@@ -76,6 +76,9 @@ type benchOptions struct {
 	// scaleRecords its backlog, serveBin the txinbox binary it runs.
 	scaleOut     []int64
 	scaleRecords int64
+	// kafkaRecords is what each e2e-kafka and kafka-watermark slice
+	// pre-produces.
+	kafkaRecords int64
 	scaleKills   int
 	serveBin     string
 }
@@ -110,6 +113,8 @@ func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
 		"sqlite, e2e-kafka, kafka-watermark, scale-out, purge); default all but purge")
 	c.scaleOut = fs.String("scale-out", "1,2,3", "scale-out: serve process counts in one Kafka group")
 	clikit.Int64Flag(fs, &o.scaleRecords, "scale-out-records", 60_000, 1000, "scale-out: the backlog each drain starts from")
+	clikit.Int64Flag(fs, &o.kafkaRecords, "kafka-records", defaultKafkaRecords, 1000,
+		"e2e-kafka, kafka-watermark: the records each slice pre-produces (it ends when they are handled or its time is up)")
 	clikit.IntFlag(fs, &o.scaleKills, "scale-out-kills", 3, 0, "scale-out: SIGKILLs (each process replaced) during one more drain with the most processes; 0: no such drain")
 	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
 	clikit.Int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")

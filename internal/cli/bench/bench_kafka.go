@@ -21,13 +21,14 @@ import (
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
-// benchKafkaRecords is how many records a slice pre-produces; the slice ends
-// when they are all handled or its time is up, whichever comes first, and
-// the rate counts only that time. Enough that a slice of 2 s at 100k
-// records/s does not run out: the rate includes fetching during the
-// slice, not only the drain of what the client fetched before it began
-// (the rates of 50,000-record slices were such bursts).
-const benchKafkaRecords = 200_000
+// defaultKafkaRecords is how many records a Kafka slice pre-produces
+// (--kafka-records); the slice ends when they are all handled or its time
+// is up, whichever comes first, and the rate counts only that time.
+// Enough that a slice of 2 s at 100k records/s does not run out: the rate
+// includes fetching during the slice, not only the drain of what the
+// client fetched before it began (the rates of 50,000-record slices were
+// such bursts).
+const defaultKafkaRecords = 200_000
 
 // benchStartKafka starts the Kafka cluster that the Kafka scenarios
 // consume, listening on loopback, and returns its seed brokers and its
@@ -97,7 +98,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 	}
 	topic := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	defer benchKafkaDelete(seeds, topic)
-	if err := benchKafkaProduce(ctx, seeds, topic, dup); err != nil {
+	if err := benchKafkaProduce(ctx, seeds, topic, dup, o.kafkaRecords); err != nil {
 		return nil, err
 	}
 	own, app, err := benchKafkaPool(ctx, pool, topic)
@@ -147,7 +148,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 	start := time.Now()
 	slice := time.NewTimer(o.duration / time.Duration(o.rounds))
 	defer slice.Stop()
-	end, stopped, err := benchKafkaSlice(rctx, consumer, slice.C, runErr)
+	end, stopped, err := benchKafkaSlice(rctx, consumer, o.kafkaRecords, slice.C, runErr)
 	cancel()
 	if !stopped {
 		<-runErr // counted below once the consumer has stopped
@@ -219,7 +220,7 @@ func benchKafkaSettle(ctx context.Context, pool, own *pgxpool.Pool, app string) 
 
 // benchKafkaProduce creates the topic and produces the records, a share of
 // them re-sends of earlier ids.
-func benchKafkaProduce(ctx context.Context, seeds []string, topic string, dup float64) error {
+func benchKafkaProduce(ctx context.Context, seeds []string, topic string, dup float64, n int64) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ func benchKafkaProduce(ctx context.Context, seeds []string, topic string, dup fl
 		return fmt.Errorf("creating topic %s: %w", topic, err)
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	recs := make([]*kgo.Record, benchKafkaRecords)
+	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		id := i
 		if i >= 200 && rng.Float64() < dup {
@@ -281,7 +282,7 @@ func benchKafkaHandled(st kafka.Stats) int64 {
 // benchKafkaSlice waits until every pre-produced record is handled or the
 // slice's time is up and returns when the slice ended, and whether Run
 // has already returned (its result taken from runErr).
-func benchKafkaSlice(ctx context.Context, c *kafka.Consumer, sliceEnd <-chan time.Time, runErr <-chan error) (end time.Time, stopped bool, err error) {
+func benchKafkaSlice(ctx context.Context, c *kafka.Consumer, records int64, sliceEnd <-chan time.Time, runErr <-chan error) (end time.Time, stopped bool, err error) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -296,7 +297,7 @@ func benchKafkaSlice(ctx context.Context, c *kafka.Consumer, sliceEnd <-chan tim
 		case <-ctx.Done():
 			return time.Now(), false, nil
 		case end := <-t.C:
-			if benchKafkaHandled(c.Stats()) >= benchKafkaRecords {
+			if benchKafkaHandled(c.Stats()) >= records {
 				return end, false, nil
 			}
 		}

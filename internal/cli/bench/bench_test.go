@@ -16,7 +16,7 @@ func TestBenchSmoke(t *testing.T) {
 	testdb.Require(t)
 	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--batch", "10", "--json",
 		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
-		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--serve-bin", clitest.Bin())
+		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--kafka-records", "5000", "--serve-bin", clitest.Bin())
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, errs)
 	}
