@@ -43,13 +43,27 @@ func TestRun(t *testing.T) {
 		Duplicates: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // re-sent after the stream's own deduplication window
+	publish := func() *natsjs.PubAck {
 		msg := &nats.Msg{Subject: "invoices.acme", Data: []byte("INV-1"), Header: nats.Header{}}
 		msg.Header.Set(natsjs.MsgIDHeader, "INV-1")
-		if _, err := js.PublishMsg(ctx, msg); err != nil {
+		ack, err := js.PublishMsg(ctx, msg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return ack
+	}
+	publish()
+	// Re-sent after the stream's own deduplication window, which the
+	// server clears on a timer: until then the re-send is taken for a
+	// duplicate and not stored, so it is sent again.
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		time.Sleep(150 * time.Millisecond)
+		if !publish().Duplicate {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream still took the re-send for a duplicate after 10s")
+		}
 	}
 	var out bytes.Buffer
 	done := make(chan error, 1)
