@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +13,12 @@ import (
 	"github.com/txinbox/txinbox/server"
 )
 
-// lockedBuilder is a strings.Builder the server's goroutines may log to.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestPurgerStartedLogLine: the purger's start is logged with txinbox's
 // duration syntax (30d, 1m: what the flags take), without an empty scope list.
 func TestPurgerStartedLogLine(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var log lockedBuilder
+	var log syncBuffer
 	srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&log, nil)),
 		Purge: &purge.Config{Interval: time.Minute}, Purger: f.driver})
 	if err != nil {

@@ -518,7 +518,8 @@ func TestHealthzAnswersDuringTheRetentionCheck(t *testing.T) {
 	}
 }
 
-// syncBuffer is a Progress writer the test reads while Run writes.
+// syncBuffer is a writer (a Progress writer, a logger's) the test reads
+// while the server's goroutines write to it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
@@ -528,6 +529,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // waitFor returns the first group of re's first match, waiting up to 10s.
