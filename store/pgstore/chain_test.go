@@ -46,15 +46,7 @@ func TestHandlerRollbackAndChain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			for i, r := range res {
-				want := txinbox.Processed
-				if i == 1 {
-					want = txinbox.DeadLettered
-				}
-				if r.Outcome != want {
-					t.Errorf("%s: %v (%v), want %v", batch[i], r.Outcome, r.Err, want)
-				}
-			}
+			wantOneDeadLettered(t, batch, res, 1)
 			want[batch[1]] = rows{Attempts: 1, DeadLetters: 1}
 			e.wantTables(want)
 		})

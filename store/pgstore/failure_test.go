@@ -266,6 +266,21 @@ func wantOutcome(t *testing.T, res []txinbox.Result, want txinbox.Outcome) {
 	}
 }
 
+// wantOneDeadLettered checks that the message of batch at index dead was
+// dead-lettered and every other one processed.
+func wantOneDeadLettered(t *testing.T, batch []string, res []txinbox.Result, dead int) {
+	t.Helper()
+	for i, r := range res {
+		want := txinbox.Processed
+		if i == dead {
+			want = txinbox.DeadLettered
+		}
+		if r.Outcome != want {
+			t.Errorf("%s: %v (%v), want %v", batch[i], r.Outcome, r.Err, want)
+		}
+	}
+}
+
 // tracer watches the processors' pools: it counts the ROLLBACK TO
 // SAVEPOINT statements sent and can run a function once a COMMIT succeeds.
 type tracer struct {

@@ -143,15 +143,7 @@ func TestQueueKillsBackend(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Process: %v (the database answers: no outage)", err)
 			}
-			for i, r := range res {
-				want := txinbox.Processed
-				if i == 1 {
-					want = txinbox.DeadLettered
-				}
-				if r.Outcome != want {
-					t.Errorf("%s: %v (%v), want %v", batch[i], r.Outcome, r.Err, want)
-				}
-			}
+			wantOneDeadLettered(t, batch, res, 1)
 			want := each(batch, processedOnce)
 			want[batch[1]] = rows{Attempts: 1, DeadLetters: 1}
 			if mode == "offsets" {
