@@ -2,12 +2,10 @@ package serve_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,19 +49,5 @@ func TestRelayBinarySIGTERMDuringStartup(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the relay never connected:\n%s", stderr.String())
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	errs := stderr.String()
-	if code != 0 || !strings.Contains(errs, "txinbox relay run: stopped during start-up") || strings.Contains(errs, "context canceled") {
-		t.Errorf("SIGTERM while connecting: exit %d, stderr:\n%s\nwant exit 0 and a plain stopped during start-up", code, errs)
-	}
+	wantStoppedDuringStartup(t, cmd, &stderr, "txinbox relay run", "while connecting")
 }

@@ -54,6 +54,14 @@ func TestServeBinarySIGTERMDuringStartup(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("serve never asked SQS for the queue's retention:\n%s", stderr.String())
 	}
+	wantStoppedDuringStartup(t, cmd, &stderr, "txinbox serve", "during the retention check")
+}
+
+// wantStoppedDuringStartup sends cmd (the binary, starting up) SIGTERM and
+// checks that it exits 0 with a plain "NAME: stopped during start-up" and
+// no "context canceled"; when says what it was doing, for the error.
+func wantStoppedDuringStartup(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer, name, when string) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +74,7 @@ func TestServeBinarySIGTERMDuringStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := stderr.String()
-	if code != 0 || !strings.Contains(errs, "txinbox serve: stopped during start-up") || strings.Contains(errs, "context canceled") {
-		t.Errorf("SIGTERM during the retention check: exit %d, stderr:\n%s\nwant exit 0 and a plain stopped during start-up", code, errs)
+	if code != 0 || !strings.Contains(errs, name+": stopped during start-up") || strings.Contains(errs, "context canceled") {
+		t.Errorf("SIGTERM %s: exit %d, stderr:\n%s\nwant exit 0 and a plain stopped during start-up", when, code, errs)
 	}
 }
