@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,22 +38,25 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // deferredEnv is a driver whose pool counts round trips, with an effects
 // table.
 type deferredEnv struct {
-	t     *testing.T
-	ctx   context.Context
-	d     *pgstore.Driver
-	trips *roundTrips
+	t      *testing.T
+	admin  *pgxpool.Pool
+	schema string
+	ctx    context.Context
+	d      *pgstore.Driver
+	trips  *roundTrips
 }
 
 func newDeferredEnv(t *testing.T) *deferredEnv {
 	t.Helper()
 	admin := testdb.Require(t)
 	schema := testdb.NewSchema(t, admin)
-	e := &deferredEnv{t: t, ctx: context.Background(), trips: &roundTrips{}}
+	e := &deferredEnv{t: t, admin: admin, schema: schema, ctx: context.Background(), trips: &roundTrips{}}
 	cfg, err := pgxpool.ParseConfig(testdb.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = schema // for killing its sessions
 	cfg.ConnConfig.Tracer = e.trips
 	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
 	if err != nil {
@@ -270,4 +274,72 @@ func TestOffsetsDeferredQueuedStatementRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOffsetsDeferredBeginOnDeadConnection: the server ended the pooled
+// session on which a handler's first statement begins the deferred
+// transaction (killed while the handler ran, before that statement).
+// That is the database's failure, not the message's: no attempt is
+// counted, nothing commits twice, and the batch commits once the
+// connection is replaced (in the same call, or the next).
+func TestOffsetsDeferredBeginOnDeadConnection(t *testing.T) {
+	e := newDeferredEnv(t)
+	var kill atomic.Bool
+	// A Handler per message: a failure is the first message's, which
+	// would be blamed (an attempt counted) if the dead session were
+	// taken for its fault.
+	p, err := txinbox.NewProcessor(e.d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			if kill.CompareAndSwap(true, false) {
+				e.killSessions()
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1)", m.ID)
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.offsets(p, 0, 10, -1); err != nil { // the pool keeps its session
+		t.Fatal(err)
+	}
+	kill.Store(true)
+	res, _, err := e.offsets(p, 10, 10, 9)
+	if err != nil {
+		t.Logf("first call after the kill: %v (a database failure: nothing acked)", err)
+		res, _, err = e.offsets(p, 10, 10, 9)
+	}
+	if err != nil {
+		t.Fatalf("second call: %v", err)
+	}
+	wantOutcome(t, res, txinbox.Processed)
+	if n := e.effects(); n != 20 {
+		t.Errorf("%d effects, want 20", n)
+	}
+	var attempts int
+	if err := e.admin.QueryRow(e.ctx, `SELECT count(*) FROM "`+e.schema+`".txinbox_attempts`).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 0 {
+		t.Errorf("%d attempts recorded: the dead connection was blamed on a message", attempts)
+	}
+	if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 19 {
+		t.Errorf("checkpoint %v, %v; want 19", cps, err)
+	}
+}
+
+// killSessions ends the pool's sessions and waits until they are gone.
+func (e *deferredEnv) killSessions() {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var left int
+		err := e.admin.QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+			e.schema).Scan(&left)
+		if err != nil {
+			e.t.Error(err)
+			return
+		}
+		if left == 0 {
+			return
+		}
+	}
+	e.t.Error("the pool's sessions did not end within 10s")
 }
