@@ -53,9 +53,9 @@ func newClaimEnv(t *testing.T) *claimEnv {
 	return e
 }
 
-// driver opens a driver on a pool of its own named app, whose lookups
-// count is counting (when not nil).
-func (e *claimEnv) driver(app string, counting *lookupCounter) *pgstore.Driver {
+// driver opens a driver on a pool of its own named app, traced by tracer
+// (when not nil: a lookupCounter, roundTrips).
+func (e *claimEnv) driver(app string, tracer pgx.QueryTracer) *pgstore.Driver {
 	e.t.Helper()
 	cfg, err := pgxpool.ParseConfig(testdb.URL())
 	if err != nil {
@@ -65,8 +65,8 @@ func (e *claimEnv) driver(app string, counting *lookupCounter) *pgstore.Driver {
 	if app != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = app
 	}
-	if counting != nil {
-		cfg.ConnConfig.Tracer = counting
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
 	}
 	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
 	if err != nil {

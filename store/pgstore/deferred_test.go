@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -48,28 +47,11 @@ type deferredEnv struct {
 
 func newDeferredEnv(t *testing.T) *deferredEnv {
 	t.Helper()
-	admin := testdb.Require(t)
-	schema := testdb.NewSchema(t, admin)
-	e := &deferredEnv{t: t, admin: admin, schema: schema, ctx: context.Background(), trips: &roundTrips{}}
-	cfg, err := pgxpool.ParseConfig(testdb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = schema // for killing its sessions
-	cfg.ConnConfig.Tracer = e.trips
-	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(e.ctx, "CREATE TABLE effects (message_id text PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	if e.d, err = pgstore.New(pool, pgstore.Options{Schema: schema}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.d.Migrate(e.ctx); err != nil {
+	c := newClaimEnv(t)
+	e := &deferredEnv{t: t, admin: c.admin, schema: c.schema, ctx: c.ctx, trips: &roundTrips{}}
+	// The pool's sessions are named after the schema, for killSessions.
+	e.d = c.driver(c.schema, e.trips)
+	if _, err := e.d.Pool().Exec(e.ctx, "CREATE TABLE effects (message_id text PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
 	return e
