@@ -26,7 +26,9 @@ type queries struct {
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
-	recent  *[8]atomic.Pointer[recentEffect]
+	recent  *[16]atomic.Pointer[recentEffect]
+	// payloadReads caches readsPayload by the effect's statements.
+	payloadReads *sync.Map
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -34,6 +36,27 @@ type queries struct {
 	// The claim and lookup of the partitioned layout (partition.go).
 	claimPartitioned, lookupPartitioned string
 }
+
+// batchRows is a claim's batch as rows m(scope, message_id, source,
+// source_position, partition_key, payload_hash, received_at): parameters
+// $1-$7, an array per column. A column whose value is the same in every
+// row may come as an array of that one value (compactArgs): unnest pads
+// it with NULLs to the length of the others, and coalesce gives every row
+// the first element back. Such a batch ships and decodes one value
+// instead of one per message (scope and source nearly always; often
+// partition_key, source_position and received_at). No column is ever
+// NULL, so a NULL is always padding.
+const batchRows = `(SELECT coalesce(u.scope, ($1::text[])[1]) AS scope, u.message_id,
+        coalesce(u.source, ($3::text[])[1]) AS source, coalesce(u.source_position, ($4::text[])[1]) AS source_position,
+        coalesce(u.partition_key, ($5::text[])[1]) AS partition_key, u.payload_hash,
+        coalesce(u.received_at, ($7::timestamptz[])[1]) AS received_at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+         AS u(scope, message_id, source, source_position, partition_key, payload_hash, received_at)) AS m`
+
+// batchKeys is the keys of batchRows with their 1-based ordinals, m(scope,
+// message_id, ord).
+const batchKeys = `(SELECT coalesce(u.scope, ($1::text[])[1]) AS scope, u.message_id, u.ord
+    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(scope, message_id, ord)) AS m`
 
 // qualify quotes name (already validated) and qualifies it with schema.
 func qualify(schema, name string) string {
@@ -101,10 +124,11 @@ FROM (SELECT m.ord, m.scope, m.message_id,
 
 func newQueries(t schema.Tables, periods string) queries {
 	q := queries{
-		tables:     t,
-		effects:    new(sync.Map),
-		recent:     new([8]atomic.Pointer[recentEffect]),
-		duplicates: new(atomic.Bool),
+		tables:       t,
+		effects:      new(sync.Map),
+		payloadReads: new(sync.Map),
+		recent:       new([16]atomic.Pointer[recentEffect]),
+		duplicates:   new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
 		// instead of deadlocking. Keys already dead-lettered are skipped.
@@ -112,8 +136,7 @@ func newQueries(t schema.Tables, periods string) queries {
 		claim: t.Expand(guardCTE + `
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+FROM ` + batchRows + `
 WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
@@ -127,12 +150,11 @@ RETURNING scope, message_id`),
 txinbox_inserted AS (
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+FROM `+batchRows+`
 WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
 ORDER BY m.scope, m.message_id
 ON CONFLICT (scope, message_id) DO NOTHING
-RETURNING scope, message_id)`) + classifySelect(t, "unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)"),
+RETURNING scope, message_id)`) + classifySelect(t, batchKeys),
 		// A new statement, so a new READ COMMITTED snapshot: it sees the
 		// rows of the transactions the claim waited for. Only the keys the
 		// claim did not answer are looked up: after claimClassify, usually
@@ -189,8 +211,7 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 c AS (SELECT (SELECT period FROM {periods} WHERE ended_at IS NULL) AS period)
 INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at, period)
 SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, clock_timestamp(), c.period
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-     AS m(scope, message_id, source, source_position, partition_key, payload_hash, received_at)
+FROM `+batchRows+`
 CROSS JOIN c
 WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> '')
   AND NOT EXISTS (SELECT 1 FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id AND i.period < c.period)

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -266,17 +269,9 @@ func (t *pgTx) firstBatch() *pgx.Batch {
 }
 
 func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
-	n := len(rows)
-	scopes, ids := make([]string, n), make([]string, n)
-	sources, positions, pkeys := make([]string, n), make([]string, n), make([]string, n)
-	hashes, received := make([][]byte, n), make([]time.Time, n)
-	for i, r := range rows {
-		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
-		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
-	}
-	res := make([]store.ClaimResult, n)
-	args := []any{textArray(scopes), textArray(ids), textArray(sources), textArray(positions), textArray(pkeys),
-		byteaArray(hashes), timeArray(received)}
+	ca := newClaimArgs(rows)
+	scopes, ids, args := ca.scopes, ca.ids, ca.args
+	res := make([]store.ClaimResult, len(rows))
 	claim, classify := t.q.claim, t.q.claimClassify
 	plan := t.plan
 	t.plan = nil
@@ -300,6 +295,50 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	}
 	t.saved = plan
 	return t.afterClaim(ctx, res, scopes, ids)
+}
+
+// claimArgs are the parameters $1-$7 of a claim (batchRows), and the
+// batch's scopes and ids in full.
+type claimArgs struct {
+	args        []any
+	scopes, ids []string
+}
+
+// newClaimArgs builds a claim's arrays from rows, one allocation for the
+// five text columns; a column with one value throughout goes as that one
+// value (batchRows).
+func newClaimArgs(rows []store.ClaimRow) claimArgs {
+	n := len(rows)
+	text := make([]string, 5*n)
+	scopes, ids, sources, positions, pkeys := text[:n:n], text[n:2*n:2*n], text[2*n:3*n:3*n], text[3*n:4*n:4*n], text[4*n:]
+	hashes, received := make([][]byte, n), make([]time.Time, n)
+	for i, r := range rows {
+		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
+		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
+	}
+	return claimArgs{scopes: scopes, ids: ids, args: []any{textArray(compact(scopes)), textArray(ids),
+		textArray(compact(sources)), textArray(compact(positions)), textArray(compact(pkeys)),
+		byteaArray(hashes), timeArray(compactTimes(received))}}
+}
+
+// compact returns a's first element alone when every element equals it.
+func compact(a []string) []string {
+	for _, s := range a[min(1, len(a)):] {
+		if s != a[0] {
+			return a
+		}
+	}
+	return a[:min(1, len(a))]
+}
+
+// compactTimes is compact for instants (the database keeps no location).
+func compactTimes(a []time.Time) []time.Time {
+	for _, t := range a[min(1, len(a)):] {
+		if !t.Equal(a[0]) {
+			return a
+		}
+	}
+	return a[:min(1, len(a))]
 }
 
 // afterClaim chooses the next claim and looks up the keys the claim left
@@ -425,25 +464,43 @@ func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 }
 
 // markInserted scans a claim that returns the keys it inserted, and marks
-// them ClaimNew.
+// them ClaimNew. The keys are found by binary search over the batch's
+// order sorted by key, compared with the result's bytes in place: no
+// string or map entry per row.
 func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
-		index := make(map[store.Key]int, len(rows))
-		for i, r := range rows {
-			index[r.Key] = i
+		defer rs.Close()
+		order := make([]int32, len(rows))
+		for i := range order {
+			order[i] = int32(i)
 		}
-		var k store.Key
-		_, err := pgx.ForEachRow(rs, []any{&k.Scope, &k.MessageID}, func() error {
-			i, ok := index[k]
+		slices.SortFunc(order, func(a, b int32) int { return compareKeys(rows[a].Key, rows[b].Key) })
+		for rs.Next() {
+			raw := rs.RawValues()
+			if len(raw) != 2 || raw[0] == nil || raw[1] == nil {
+				return fmt.Errorf("pgstore: claim returned %d values, want a scope and a message id", len(raw))
+			}
+			k := store.Key{Scope: inPlace(raw[0]), MessageID: inPlace(raw[1])}
+			j, ok := slices.BinarySearchFunc(order, k, func(e int32, k store.Key) int { return compareKeys(rows[e].Key, k) })
 			if !ok {
 				return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
 			}
-			res[i].Status = store.ClaimNew
-			return nil
-		})
-		return err
+			res[order[j]].Status = store.ClaimNew
+		}
+		return rs.Err()
 	}
 }
+
+func compareKeys(a, b store.Key) int {
+	if c := strings.Compare(a.Scope, b.Scope); c != 0 {
+		return c
+	}
+	return strings.Compare(a.MessageID, b.MessageID)
+}
+
+// inPlace is b as a string without a copy, valid only while b is: a
+// result's bytes, until the next row.
+func inPlace(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // markOrdinals marks the rows whose 1-based ordinals the claim returns as
 // inserted.
@@ -489,13 +546,11 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 	if t.layout.partitioned {
 		lookup = t.q.lookupPartitioned
 	}
-	var querier interface {
-		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	} = t.pool // after an autocommitted claim (CommitEffect)
+	var db querier = t.pool // after an autocommitted claim (CommitEffect)
 	if t.tx != nil {
-		querier = t.tx
+		db = t.tx
 	}
-	rs, err := querier.Query(ctx, lookup, lscopes, lids)
+	rs, err := db.Query(ctx, lookup, lscopes, lids)
 	if err != nil {
 		return err
 	}
