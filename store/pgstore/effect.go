@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
 )
@@ -22,6 +23,10 @@ import (
 // (it sees them as of the statement's start). For example:
 //
 //	INSERT INTO invoices (scope, message_id, body) SELECT scope, message_id, payload FROM new_messages
+//
+// Statements that never read payload or headers cost less per batch: the
+// claim then skips joining the batch's payloads to the rows it inserted.
+// PostgreSQL's plan of the statements says which those are (readsPayload).
 const EffectSQL = "new_messages(scope text, message_id text, source text, source_position text, partition_key text, " +
 	"payload bytea, headers jsonb, received_at timestamptz)"
 
@@ -215,8 +220,9 @@ const probeColumns = "current_setting('txinbox.probe_payload', true)::bytea AS p
 // column read by name, by a whole-row reference (to_jsonb(m)) or through
 // a new_messages read twice (then materialised whole) shows in it. So
 // the join is skipped only where the plan proves it unread. Asked once per
-// statements; if the probe fails (a mistake in the statements), the
-// answer is yes, and the claim itself reports the mistake.
+// statements; if the server refuses the probe (a mistake in the
+// statements), the answer is yes, and the claim itself reports the
+// mistake.
 func (q *queries) readsPayload(ctx context.Context, db querier, statements []string) bool {
 	key := strings.Join(statements, "\x00")
 	if v, ok := q.payloadReads.Load(key); ok {
@@ -224,7 +230,9 @@ func (q *queries) readsPayload(ctx context.Context, db querier, statements []str
 	}
 	reads, err := probePayload(ctx, db, effectClaimWith(q.tables, statements, effectForm{committed: true}, probeColumns))
 	if err != nil {
-		if ctx.Err() == nil {
+		// The server's refusal is an answer; a lost connection is not,
+		// and the next claim asks again.
+		if _, refused := errors.AsType[*pgconn.PgError](err); refused {
 			q.payloadReads.Store(key, true)
 		}
 		return true
