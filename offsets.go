@@ -261,7 +261,9 @@ func (p *Processor[TTx]) skipDeadLetter(ctx context.Context, ob *offsetBatch, sa
 	if err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	cctx, cancel := commitContext(ctx)
+	defer cancel()
+	return tx.Commit(cctx)
 }
 
 func (p *Processor[TTx]) offsetCheckpoint(ob *offsetBatch, pos int64) store.Checkpoint {
@@ -286,7 +288,9 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	}
 	if herr == nil {
 		commitStart := time.Now()
-		err := tx.Commit(ctx)
+		cctx, cancel := commitContext(ctx)
+		err := tx.Commit(cctx)
+		cancel()
 		info.CommitDuration = time.Since(commitStart)
 		if err == nil {
 			ob.done = len(ob.msgs)
@@ -453,7 +457,9 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 	if _, err := adv.AdvanceCheckpoint(ctx, p.offsetCheckpoint(ob, ob.pos[limit-1]), saved); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	cctx, cancel := commitContext(ctx)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
 		return err
 	}
 	ob.done = limit

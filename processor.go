@@ -304,6 +304,25 @@ func (p *Processor[TTx]) ReportAck(ctx context.Context, info AckInfo) {
 	}
 }
 
+// commitWait bounds how long a sent commit is awaited once the caller's
+// context has ended (commitContext).
+const commitWait = 10 * time.Second
+
+// commitContext is the context a batch's commit (or its one autocommitted
+// statement) is sent with. Were it the caller's, a cancel while the
+// commit is on its way would drop the connection: the server may still
+// commit, after Process returned an error, and a caller that stops a
+// consumer and then counts, truncates or migrates could see the batch
+// land afterwards. So a commit that is sent is awaited, for up to
+// commitWait (then dropped, as before); one whose context ended before it
+// was sent is not sent (the batch rolls back).
+func commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+}
+
 // afterCommit records the failed attempts in their own transaction, so
 // that the counts survive the rollback of the handlers' work.
 func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {

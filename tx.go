@@ -341,7 +341,9 @@ func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 // Process fails, nothing is acked and the redelivery records it.
 func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
 	start := time.Now()
-	claims, err := ec.CommitEffect(ctx, effectRows(b.items), p.cfg.Effect.Statements, nil)
+	cctx, cancel := commitContext(ctx)
+	claims, err := ec.CommitEffect(cctx, effectRows(b.items), p.cfg.Effect.Statements, nil)
+	cancel()
 	b.commitTime = time.Since(start)
 	if err != nil {
 		return err
@@ -368,7 +370,9 @@ func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommit
 	if err := tx.RecordDrift(ctx, drift); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	dctx, cancelDrift := commitContext(ctx)
+	defer cancelDrift()
+	return tx.Commit(dctx)
 }
 
 // errDeadLetteredEarlier is the Result.Err of a delivery of a key that is
@@ -443,7 +447,9 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 		}
 	}
 	commitStart := time.Now()
-	err := tx.Commit(ctx)
+	cctx, cancel := commitContext(ctx)
+	err := tx.Commit(cctx)
+	cancel()
 	b.commitTime = time.Since(commitStart)
 	return err
 }
