@@ -265,3 +265,52 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestPartitionedClaimColumnsRoundTrip is TestClaimColumnsRoundTrip's
+// claim on the partitioned layout (its own statement), before and after a
+// period switch.
+func TestPartitionedClaimColumnsRoundTrip(t *testing.T) {
+	d, _ := partitionedInbox(t, 4)
+	ctx := context.Background()
+	known := claimRows(columnBatches("known-")["one row"])
+	claim := func(rows []store.ClaimRow) ([]store.ClaimResult, error) {
+		tx, err := d.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+		res, err := tx.Claim(ctx, rows)
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		return res, err
+	}
+	if _, err := claim(known); err != nil {
+		t.Fatal(err)
+	}
+	for _, rotate := range []bool{false, true} {
+		if rotate {
+			if _, _, err := d.RotatePeriod(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, rows := range columnBatches(fmt.Sprintf("partitioned/%v/", rotate)) {
+			t.Run(fmt.Sprintf("rotated=%v/%s", rotate, name), func(t *testing.T) {
+				res, err := claim(append(claimRows(rows), known[0]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range res {
+					want := store.ClaimNew
+					if i == len(rows) {
+						want = store.ClaimExisting
+					}
+					if r.Status != want {
+						t.Errorf("row %d: status %v, want %v", i, r.Status, want)
+					}
+				}
+				wantRows(t, d.Pool(), "inbox", rows, false)
+			})
+		}
+	}
+}
