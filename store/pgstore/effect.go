@@ -187,10 +187,23 @@ func (t *pgTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 	}
 	f := effectForm{classify: t.q.duplicates.Load(), payload: t.q.readsPayload(ctx, probe, statements)}
 	ea := newEffectArgs(rows, f.payload)
+	args := ea.args
+	// The checkpoint the processor planned (PlanCheckpoint) is saved in
+	// the same statement, as Claim does: a Kafka batch of a declarative
+	// effect is then this round trip and the COMMIT's.
+	plan := t.plan
+	t.plan = nil
+	if plan != nil && t.tx == nil {
+		f.checkpoint = true
+		args = append(args, plan.Scope, plan.Source, plan.Partition, plan.Position)
+	} else {
+		plan = nil
+	}
 	res := make([]store.ClaimResult, len(rows))
-	if err := t.claimed(ctx, t.q.effectQuery(statements, f), f.scan(ea.claimRows, res), ea.args...); err != nil {
+	if err := t.claimed(ctx, t.q.effectQuery(statements, f), f.scan(ea.claimRows, res), args...); err != nil {
 		return res, err
 	}
+	t.saved = plan
 	return t.afterClaim(ctx, res, ea.scopes, ea.ids)
 }
 

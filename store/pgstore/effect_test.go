@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -101,5 +102,49 @@ func TestDeclarativeEffectRefusal(t *testing.T) {
 	}
 	if strings.Join(effects, " ") != "ok" {
 		t.Errorf("effects %v, want only ok's", effects)
+	}
+}
+
+// TestDeclarativeCheckpointRoundTrips: a declarative batch with a
+// checkpoint (a Kafka partition's, `serve --effect` on Kafka) saves the
+// checkpoint in its claim's statement: two round trips, the claim's and
+// the COMMIT's (it took three, the checkpoint's statement between them);
+// the checkpoint is where the batch ends, and every message took effect
+// once.
+func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
+	e := newDeferredEnv(t)
+	p, err := txinbox.NewProcessor(e.d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Effect: &txinbox.Effect{Statements: []string{"INSERT INTO effects SELECT message_id FROM new_messages"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(from int) int64 {
+		t.Helper()
+		msgs, pos := make([]*txinbox.Message, 10), make([]int64, 10)
+		for i := range msgs {
+			msgs[i], pos[i] = &txinbox.Message{ID: fmt.Sprint("m", from+i), Payload: []byte("x")}, int64(from+i)
+		}
+		before := e.trips.n.Load()
+		res, err := p.ProcessCheckpoint(e.ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Outcome != txinbox.Processed {
+				t.Fatalf("message %d: %v", i, r.Outcome)
+			}
+		}
+		return e.trips.n.Load() - before
+	}
+	batch(0) // the first asks PostgreSQL whether the statement reads payloads
+	if n := batch(10); n != 2 {
+		t.Errorf("a declarative batch with a checkpoint took %d round trips, want 2", n)
+	}
+	if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 19 {
+		t.Errorf("checkpoints %v, %v; want partition 0 at 19", cps, err)
+	}
+	var n int
+	if err := e.d.Pool().QueryRow(e.ctx, "SELECT count(*) FROM effects").Scan(&n); err != nil || n != 20 {
+		t.Errorf("%d effects (%v), want 20", n, err)
 	}
 }
