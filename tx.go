@@ -19,13 +19,18 @@ var errOrderedSkip = errors.New("txinbox: not run: an earlier message with the s
 // only when a handler fails is the work rolled back and redone with a
 // savepoint per message, so that savepoints cost nothing on the happy path.
 func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo) error {
-	// The autocommitted form records drift after its commit, so it takes
-	// no checkpoint: a crash between the two would leave the checkpoint
-	// past a drifted copy whose drift was never recorded. And a refused
-	// message must fail in a transaction (callHandler), which rolls back
-	// its claim and effect.
-	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && b.cp == nil && len(b.noID) == 0 && !b.refused() {
-		return p.runCommitted(ctx, ec, b, info)
+	// A refused message must fail in a transaction (callHandler), which
+	// rolls back its claim and effect. With a checkpoint, the autocommitted
+	// form records the drift in its statement (a checkpoint must not move
+	// past a drifted copy whose drift is not recorded with it), which
+	// repeats inside the batch would need done in Go; and it commits
+	// nothing when it could not answer for every key: then the batch runs
+	// in a transaction.
+	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() &&
+		(b.cp == nil || len(b.repeats) == 0 && len(b.cp.Positions) == len(b.slots)) {
+		if err := p.runCommitted(ctx, ec, b, info); !errors.Is(err, store.ErrUnanswered) {
+			return err
+		}
 	}
 	tx, err := p.driver.Begin(ctx)
 	if err != nil {
@@ -334,15 +339,23 @@ func (p *Processor[TTx]) planCheckpoint(tx store.Tx[TTx], b *batch) {
 	}
 }
 
-// runCommitted runs a batch of a declarative effect (Config.Effect) without
-// a checkpoint as one statement that commits on its own: the claim and the
-// effect (every outcome is acked: no handler can fail). The drift it finds
-// is recorded afterwards, in a transaction of its own; should that fail,
-// Process fails, nothing is acked and the redelivery records it.
+// runCommitted runs a batch of a declarative effect (Config.Effect) as one
+// statement that commits on its own: the claim and the effect (every
+// outcome is acked: no handler can fail), and the checkpoint at the
+// batch's last position with the drift it finds. Without a checkpoint,
+// the drift is recorded afterwards, in a transaction of its own; should
+// that fail, Process fails, nothing is acked and the redelivery records
+// it. store.ErrUnanswered: nothing committed, the batch is to run in a
+// transaction.
 func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommitter, b *batch, info *BatchInfo) error {
+	var cp *store.Checkpoint
+	if b.cp != nil {
+		c := p.storeCheckpoint(b, b.cp.Positions[len(b.cp.Positions)-1])
+		cp = &c
+	}
 	start := time.Now()
 	cctx, cancel := commitContext(ctx)
-	claims, err := ec.CommitEffect(cctx, effectRows(b.items), p.cfg.Effect.Statements, nil)
+	claims, err := ec.CommitEffect(cctx, effectRows(b.items), p.cfg.Effect.Statements, cp, p.cfg.Now())
 	cancel()
 	b.commitTime = time.Since(start)
 	if err != nil {
@@ -357,6 +370,9 @@ func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommit
 			it.res = Result{Outcome: Processed}
 			info.New++
 		}
+	}
+	if cp != nil {
+		return nil // its drift committed with it
 	}
 	drift = append(drift, b.repeatDrift(func() store.DriftRow { return store.DriftRow{DetectedAt: p.cfg.Now()} })...)
 	if len(drift) == 0 {

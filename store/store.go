@@ -299,11 +299,21 @@ type EffectClaimer interface {
 // rows, the effect and the checkpoint commit together or not at all. The
 // processor uses it when nothing else must commit with them.
 type EffectCommitter interface {
-	// CommitEffect runs ClaimWithEffect's statement on its own and saves
-	// cp in it when cp is not nil (a lower position than the saved one is
-	// ignored).
-	CommitEffect(ctx context.Context, rows []EffectRow, statements []string, cp *Checkpoint) ([]ClaimResult, error)
+	// CommitEffect runs ClaimWithEffect's statement on its own. With a
+	// checkpoint cp (a lower position than the saved one is ignored), the
+	// statement also records, detected at detectedAt, the drift of every
+	// key it finds with another payload hash, so that nothing the
+	// checkpoint moves past goes unrecorded; and it commits nothing and
+	// returns ErrUnanswered when it cannot answer for every key (a
+	// conflicting row committed after its snapshot): the caller then
+	// runs the batch in a transaction.
+	CommitEffect(ctx context.Context, rows []EffectRow, statements []string, cp *Checkpoint, detectedAt time.Time) ([]ClaimResult, error)
 }
+
+// ErrUnanswered is returned by EffectCommitter.CommitEffect with a
+// checkpoint when its statement could not answer for every key; nothing
+// was committed.
+var ErrUnanswered = errors.New("store: the claim's statement could not answer for every key; nothing committed")
 
 // CheckpointPlanner is the optional Tx interface that saves a checkpoint
 // in the transaction's first statement rather than in one of its own: the

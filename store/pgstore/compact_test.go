@@ -72,7 +72,7 @@ func TestClaimColumnsRoundTrip(t *testing.T) {
 	d, ctx := driverWithEffects(t, columnsDDL)
 	pool := d.Pool()
 	known := columnBatches("known-")["one row"]
-	if _, err := d.CommitEffect(ctx, known, nil, nil); err != nil {
+	if _, err := d.CommitEffect(ctx, known, nil, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	inTx := func(f func(tx store.Tx[pgx.Tx]) ([]store.ClaimResult, error)) ([]store.ClaimResult, error) {
@@ -106,10 +106,10 @@ func TestClaimColumnsRoundTrip(t *testing.T) {
 			})
 		}},
 		{"commit effect", keysEffect, func(rows []store.EffectRow) ([]store.ClaimResult, error) {
-			return d.CommitEffect(ctx, rows, []string{keysEffect}, &store.Checkpoint{Scope: "s", Source: "src", Partition: "0", Position: 1})
+			return d.CommitEffect(ctx, rows, []string{keysEffect}, &store.Checkpoint{Scope: "s", Source: "src", Partition: "0", Position: 1}, time.Now())
 		}},
 		{"commit payload effect", payloadEffect, func(rows []store.EffectRow) ([]store.ClaimResult, error) {
-			return d.CommitEffect(ctx, rows, []string{payloadEffect}, nil)
+			return d.CommitEffect(ctx, rows, []string{payloadEffect}, nil, time.Time{})
 		}},
 	}
 	for _, path := range paths {
@@ -119,7 +119,7 @@ func TestClaimColumnsRoundTrip(t *testing.T) {
 			for name, rows := range columnBatches(fmt.Sprintf("%s/%v/", path.name, classify)) {
 				t.Run(fmt.Sprintf("%s/classify=%v/%s", path.name, classify, name), func(t *testing.T) {
 					if classify {
-						if _, err := d.CommitEffect(ctx, known, nil, nil); err != nil {
+						if _, err := d.CommitEffect(ctx, known, nil, nil, time.Time{}); err != nil {
 							t.Fatal(err)
 						}
 						rows = append(slices.Clone(rows), known[0])
@@ -240,7 +240,7 @@ func TestEffectReadsPayload(t *testing.T) {
 	}
 	// A whole-row reference stores the payload and headers.
 	rows := columnBatches("whole-")["uniform"]
-	if _, err := d.CommitEffect(ctx, rows, []string{`INSERT INTO rows SELECT to_jsonb(n) FROM new_messages n`}, nil); err != nil {
+	if _, err := d.CommitEffect(ctx, rows, []string{`INSERT INTO rows SELECT to_jsonb(n) FROM new_messages n`}, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	docs, err := pgx.CollectRows(must(d.Pool().Query(ctx, `SELECT doc->>'payload' FROM rows ORDER BY doc->>'message_id'`)), pgx.RowTo[*string])
@@ -253,7 +253,7 @@ func TestEffectReadsPayload(t *testing.T) {
 		}
 	}
 	// The statement PostgreSQL cannot plan fails with its own error.
-	_, err = d.CommitEffect(ctx, columnBatches("bad-")["uniform"], []string{`INSERT INTO no_such_table SELECT scope FROM new_messages`}, nil)
+	_, err = d.CommitEffect(ctx, columnBatches("bad-")["uniform"], []string{`INSERT INTO no_such_table SELECT scope FROM new_messages`}, nil, time.Time{})
 	if err == nil || !strings.Contains(err.Error(), "no_such_table") {
 		t.Errorf("effect on an unknown table: %v", err)
 	}

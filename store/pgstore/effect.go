@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -98,7 +99,11 @@ FROM txinbox_inserted i)`)
 	for i, s := range statements {
 		fmt.Fprintf(&b, ",\ntxinbox_effect_%d AS (%s)", i+1, s)
 	}
-	if f.checkpoint {
+	switch {
+	case f.drift:
+		b.WriteString(t.Expand(fmt.Sprintf(driftSQL, next, next+1, next+2, next+3, next+4)))
+		return b.String()
+	case f.checkpoint:
 		b.WriteString(t.Expand(fmt.Sprintf(`,
 txinbox_checkpoint AS (INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 VALUES ($%d, $%d, $%d, $%d, now())
@@ -118,6 +123,43 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 	return b.String()
 }
 
+// unansweredKey is the text of the error of a drift form's statement that
+// could not answer for every key.
+const unansweredKey = "txinbox: unanswered key"
+
+// driftSQL ends the autocommitted claim with a checkpoint: it classifies
+// the keys it did not insert as classifySelect does (txinbox_seen), records
+// the drift among them (a stored payload hash, the inbox's or else the
+// dead letter's, other than the one received), and saves the checkpoint
+// ($1-$4 of the format: its parameters) only if every key was answered:
+// otherwise the cast of unansweredKey fails the whole statement. A key
+// neither inserted nor seen had its conflicting row committed after the
+// statement's snapshot; its drift could not be recorded here, and the
+// checkpoint must not move past it unrecorded. The drift's detection time
+// is parameter $5 of the format.
+const driftSQL = `,
+txinbox_seen AS (
+SELECT s.ord, s.scope, s.message_id, s.source, s.source_position, s.received_hash, s.hash,
+       CASE WHEN s.hash IS NULL THEN
+            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = s.scope AND d.message_id = s.message_id AND d.message_id <> '') END AS dead
+FROM (SELECT m.ord, m.scope, m.message_id, m.source, m.source_position, m.payload_hash AS received_hash,
+             (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) AS hash
+      FROM txinbox_batch m
+      WHERE NOT EXISTS (SELECT 1 FROM txinbox_inserted ins WHERE ins.scope = m.scope AND ins.message_id = m.message_id)
+      OFFSET 0) s),
+txinbox_drift AS (
+INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
+SELECT scope, message_id, source, source_position, coalesce(hash, dead), received_hash, $%[5]d::timestamptz
+FROM txinbox_seen WHERE coalesce(hash, dead) <> received_hash),
+txinbox_checkpoint AS (
+INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+SELECT $%[1]d::text, $%[2]d::text, $%[3]d::text, $%[4]d::bigint, now()
+WHERE (SELECT (CASE WHEN bool_and(hash IS NOT NULL OR dead IS NOT NULL) IS NOT FALSE THEN '1'
+                    ELSE '` + unansweredKey + `' END)::int FROM txinbox_seen) = 1
+ON CONFLICT (scope, source, partition) DO UPDATE
+   SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at)
+SELECT ord, hash, dead FROM txinbox_seen`
+
 // batchCTE is the CTE txinbox_batch of an effect's claim: batchRows with
 // the ordinals, and with payload the payloads ($8) and headers ($9).
 func batchCTE(payload bool) string {
@@ -135,12 +177,15 @@ func batchCTE(payload bool) string {
 }
 
 // effectForm names one of the forms of an effect's claim.
-type effectForm struct{ classify, committed, checkpoint, payload bool }
+// With drift (committed, with a checkpoint, classifying) the statement
+// also records the drift it finds and fails unless it answered for every
+// key (driftSQL).
+type effectForm struct{ classify, committed, checkpoint, payload, drift bool }
 
 // index numbers the forms, for queries.recent.
 func (f effectForm) index() int {
 	i := 0
-	for bit, on := range []bool{f.classify, f.committed, f.checkpoint, f.payload} {
+	for bit, on := range []bool{f.classify, f.committed, f.checkpoint, f.payload, f.drift} {
 		if on {
 			i |= 1 << bit
 		}
@@ -305,7 +350,7 @@ var _ store.EffectCommitter = (*Driver)(nil)
 // statement of its own, no BEGIN, no COMMIT, the checkpoint in it. The
 // keys it leaves unanswered are looked up afterwards (a newer snapshot),
 // as Claim does.
-func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, statements []string, cp *store.Checkpoint) ([]store.ClaimResult, error) {
+func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, statements []string, cp *store.Checkpoint, detectedAt time.Time) ([]store.ClaimResult, error) {
 	l, err := d.layoutOf(ctx)
 	if err != nil {
 		return nil, err
@@ -313,16 +358,21 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 	if l.partitioned {
 		return nil, errEffectPartitioned
 	}
-	f := effectForm{classify: d.q.duplicates.Load(), committed: true, checkpoint: cp != nil, payload: d.q.readsPayload(ctx, d.pool, statements)}
+	withCP := cp != nil
+	f := effectForm{classify: d.q.duplicates.Load() || withCP, committed: true, checkpoint: withCP, drift: withCP,
+		payload: d.q.readsPayload(ctx, d.pool, statements)}
 	ea := newEffectArgs(rows, f.payload)
 	res := make([]store.ClaimResult, len(rows))
 	args := ea.args
-	if cp != nil {
-		args = append(args, cp.Scope, cp.Source, cp.Partition, cp.Position)
+	if withCP {
+		args = append(args, cp.Scope, cp.Source, cp.Partition, cp.Position, detectedAt)
 	}
 	rs, err := d.pool.Query(ctx, d.q.effectQuery(statements, f), args...)
 	if err == nil {
 		err = f.scan(ea.claimRows, res)(rs)
+	}
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && strings.Contains(pe.Message, unansweredKey) {
+		return res, store.ErrUnanswered
 	}
 	if err != nil {
 		return res, err

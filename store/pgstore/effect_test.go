@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -106,11 +107,12 @@ func TestDeclarativeEffectRefusal(t *testing.T) {
 }
 
 // TestDeclarativeCheckpointRoundTrips: a declarative batch with a
-// checkpoint (a Kafka partition's, `serve --effect` on Kafka) saves the
-// checkpoint in its claim's statement: two round trips, the claim's and
-// the COMMIT's (it took three, the checkpoint's statement between them);
-// the checkpoint is where the batch ends, and every message took effect
-// once.
+// checkpoint (a Kafka partition's, `serve --effect` on Kafka) is one
+// autocommitted statement: the claim, the effect, the drift it finds and
+// the checkpoint (it took three round trips, then two). A key whose
+// conflicting row committed after the statement's snapshot cannot be
+// answered in it: the statement then commits nothing and the batch runs in
+// a transaction, which records that key's drift with the checkpoint.
 func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	e := newDeferredEnv(t)
 	p, err := txinbox.NewProcessor(e.d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -118,33 +120,92 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := func(from int) int64 {
+	batch := func(from int, payload string, ids ...int) ([]txinbox.Result, int64) {
 		t.Helper()
-		msgs, pos := make([]*txinbox.Message, 10), make([]int64, 10)
-		for i := range msgs {
-			msgs[i], pos[i] = &txinbox.Message{ID: fmt.Sprint("m", from+i), Payload: []byte("x")}, int64(from+i)
+		msgs, pos := make([]*txinbox.Message, len(ids)), make([]int64, len(ids))
+		for i, id := range ids {
+			msgs[i], pos[i] = &txinbox.Message{ID: fmt.Sprint("m", id), Payload: []byte(payload)}, int64(from+i)
 		}
 		before := e.trips.n.Load()
 		res, err := p.ProcessCheckpoint(e.ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
 		if err != nil {
 			t.Fatal(err)
 		}
+		return res, e.trips.n.Load() - before
+	}
+	seq := func(from, n int) []int {
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = from + i
+		}
+		return ids
+	}
+	wantOutcomes := func(res []txinbox.Result, want ...txinbox.Outcome) {
+		t.Helper()
 		for i, r := range res {
-			if r.Outcome != txinbox.Processed {
-				t.Fatalf("message %d: %v", i, r.Outcome)
+			if r.Outcome != want[min(i, len(want)-1)] {
+				t.Errorf("message %d: %v, want %v", i, r.Outcome, want[min(i, len(want)-1)])
 			}
 		}
-		return e.trips.n.Load() - before
 	}
-	batch(0) // the first asks PostgreSQL whether the statement reads payloads
-	if n := batch(10); n != 2 {
-		t.Errorf("a declarative batch with a checkpoint took %d round trips, want 2", n)
+	wantState := func(checkpoint int64, effects, drift int) {
+		t.Helper()
+		if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != checkpoint {
+			t.Errorf("checkpoints %v, %v; want partition 0 at %d", cps, err, checkpoint)
+		}
+		var n, d int
+		if err := e.d.Pool().QueryRow(e.ctx, "SELECT (SELECT count(*) FROM effects), (SELECT count(*) FROM txinbox_drift)").Scan(&n, &d); err != nil {
+			t.Fatal(err)
+		}
+		if n != effects || d != drift {
+			t.Errorf("%d effects and %d drift rows, want %d and %d", n, d, effects, drift)
+		}
 	}
-	if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 19 {
-		t.Errorf("checkpoints %v, %v; want partition 0 at 19", cps, err)
+	batch(0, "x", seq(0, 10)...) // the first asks PostgreSQL whether the statement reads payloads
+	res, trips := batch(10, "x", seq(10, 10)...)
+	wantOutcomes(res, txinbox.Processed)
+	if trips != 1 {
+		t.Errorf("a declarative batch with a checkpoint took %d round trips, want 1", trips)
 	}
-	var n int
-	if err := e.d.Pool().QueryRow(e.ctx, "SELECT count(*) FROM effects").Scan(&n); err != nil || n != 20 {
-		t.Errorf("%d effects (%v), want 20", n, err)
+	wantState(19, 20, 0)
+
+	// A duplicate with another payload: drift, recorded in the statement.
+	res, trips = batch(20, "other", 5, 20, 21)
+	wantOutcomes(res, txinbox.Drift, txinbox.Processed)
+	if trips != 1 {
+		t.Errorf("a batch with drift took %d round trips, want 1", trips)
 	}
+	wantState(22, 22, 1)
+
+	// m30's inbox row is inserted by another transaction, which commits
+	// while the statement waits on it: m30 is neither inserted nor seen.
+	other, err := e.d.Pool().Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(e.ctx) //nolint:errcheck // no-op after Commit
+	if _, err := other.Exec(e.ctx, `INSERT INTO txinbox_inbox (scope, message_id, payload_hash) VALUES ('s', 'm30', '\x00')`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, trips = batch(30, "x", 30, 31)
+	}()
+	for waiting := 0; waiting == 0; {
+		if err := e.admin.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+			e.schema).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's view of the wait
+	}
+	if err := other.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	wantOutcomes(res, txinbox.Drift, txinbox.Processed)
+	if trips < 2 {
+		t.Errorf("the batch with an unanswered key took %d round trips: not redone in a transaction", trips)
+	}
+	wantState(31, 23, 2)
 }

@@ -26,7 +26,7 @@ type queries struct {
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
-	recent  *[16]atomic.Pointer[recentEffect]
+	recent  *[32]atomic.Pointer[recentEffect]
 	// payloadReads caches readsPayload by the effect's statements.
 	payloadReads *sync.Map
 	// duplicates says whether the driver's last claim of the plain
@@ -127,7 +127,7 @@ func newQueries(t schema.Tables, periods string) queries {
 		tables:       t,
 		effects:      new(sync.Map),
 		payloadReads: new(sync.Map),
-		recent:       new([16]atomic.Pointer[recentEffect]),
+		recent:       new([32]atomic.Pointer[recentEffect]),
 		duplicates:   new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key
 		// order so that two batches sharing keys wait for each other
