@@ -252,6 +252,12 @@ func TestEffectReadsPayload(t *testing.T) {
 			t.Errorf("row %d: payload %v, want %s", i, p, want)
 		}
 	}
+	// A trailing semicolon, or a trailing -- comment, is the statement's own.
+	for i, stmt := range []string{"INSERT INTO counts SELECT count(*) FROM new_messages;\n", "INSERT INTO counts SELECT count(*) FROM new_messages -- the count"} {
+		if _, err := d.CommitEffect(ctx, columnBatches(fmt.Sprint("tail-", i, "-"))["uniform"], []string{stmt}, nil, time.Time{}); err != nil {
+			t.Errorf("%q: %v", stmt, err)
+		}
+	}
 	// The statement PostgreSQL cannot plan fails with its own error.
 	_, err = d.CommitEffect(ctx, columnBatches("bad-")["uniform"], []string{`INSERT INTO no_such_table SELECT scope FROM new_messages`}, nil, time.Time{})
 	if err == nil || !strings.Contains(err.Error(), "no_such_table") {

@@ -16,8 +16,8 @@ import (
 
 // EffectSQL documents the form of a declarative effect's statements
 // (txinbox.Config.Effect) on PostgreSQL: each is one data-modifying
-// statement (INSERT, UPDATE, DELETE or MERGE, without a trailing
-// semicolon) that reads the batch's new messages from the relation
+// statement (INSERT, UPDATE, DELETE or MERGE; a trailing semicolon is
+// ignored) that reads the batch's new messages from the relation
 // new_messages. It runs inside the claim's statement, as a WITH query
 // next to the inbox insert: once per batch, over the rows the claim
 // inserted, in the batch's transaction. Its own tables are not the inbox's
@@ -97,7 +97,10 @@ SELECT i.scope, i.message_id, i.source, i.source_position, i.partition_key, ` + 
 FROM txinbox_inserted i)`)
 	}
 	for i, s := range statements {
-		fmt.Fprintf(&b, ",\ntxinbox_effect_%d AS (%s)", i+1, s)
+		// A trailing semicolon would end the claim; the line break keeps
+		// a trailing -- comment from swallowing the parenthesis.
+		s = strings.TrimRight(strings.TrimSpace(s), "; \t\r\n")
+		fmt.Fprintf(&b, ",\ntxinbox_effect_%d AS (%s\n)", i+1, s)
 	}
 	switch {
 	case f.drift:
