@@ -95,8 +95,12 @@ type benchResult struct {
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
 	Effects    int64   `json:"effects"`
-	Error      string  `json:"error,omitempty"`
-	lat        *latencies
+	// Checkpoints is how many checkpoints PostgreSQL completed during the
+	// scenario's slices (-1 if it could not be read): a checkpoint's
+	// flushes weigh on the slices it falls in, the latency tail above all.
+	Checkpoints int64  `json:"postgres_checkpoints"`
+	Error       string `json:"error,omitempty"`
+	lat         *latencies
 }
 
 // defineFlags defines bench's flags, bound to c.
@@ -230,14 +234,18 @@ func printBench(env *clikit.Env, rep *benchReport) {
 		return
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\tcheckpoints\t")
 	for _, r := range rep.Results {
 		if r.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t(%s)\n", r.Name, r.Store, 100*r.Duplicates, r.Workers, r.Error)
+			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t-\t(%s)\n", r.Name, r.Store, 100*r.Duplicates, r.Workers, r.Error)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t\n", r.Name, r.Store, 100*r.Duplicates, r.Workers,
-			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms)
+		ckpts := "-" // not read
+		if r.Checkpoints >= 0 {
+			ckpts = fmt.Sprint(r.Checkpoints)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t\n", r.Name, r.Store, 100*r.Duplicates, r.Workers,
+			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms, ckpts)
 	}
 	w.Flush()
 	printHeadline(env, "", &rep.headline)

@@ -77,12 +77,18 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 				if err := be.truncate(ctx); err != nil {
 					return nil, err
 				}
+				c0 := postgresCheckpoints(ctx, be.pool)
 				r, err := s.run(ctx, dup)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
 					r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+				}
+				if c1 := postgresCheckpoints(ctx, be.pool); c0 >= 0 && c1 >= 0 {
+					r.Checkpoints = c1 - c0
+				} else {
+					r.Checkpoints = -1
 				}
 				merged[i] = merged[i].merge(r)
 			}
@@ -199,6 +205,24 @@ func (s *idSource) id(rng *rand.Rand) (string, bool) {
 	return s.prefix + strconv.FormatInt(s.next.Add(1), 10), false
 }
 
+// postgresCheckpoints is how many checkpoints the server has completed
+// since its statistics were reset, timed or requested (PostgreSQL 17 moved
+// the counts to pg_stat_checkpointer); -1 if neither view answers.
+func postgresCheckpoints(ctx context.Context, pool *pgxpool.Pool) int64 {
+	// Read through to_jsonb, so that a server without the columns answers
+	// NULL instead of an error in its log at every slice.
+	var n *int64
+	err := pool.QueryRow(ctx, `SELECT (to_jsonb(b)->>'checkpoints_timed')::bigint + (to_jsonb(b)->>'checkpoints_req')::bigint
+FROM pg_stat_bgwriter b`).Scan(&n)
+	if err == nil && n == nil {
+		err = pool.QueryRow(ctx, "SELECT num_timed + num_requested FROM pg_stat_checkpointer").Scan(&n)
+	}
+	if err != nil || n == nil {
+		return -1
+	}
+	return *n
+}
+
 // merge adds the slice r to the scenario's result so far (nil at first).
 func (acc *benchResult) merge(r *benchResult) *benchResult {
 	if acc == nil || r.Error != "" {
@@ -207,6 +231,11 @@ func (acc *benchResult) merge(r *benchResult) *benchResult {
 	acc.Messages += r.Messages
 	acc.Seconds += r.Seconds
 	acc.Effects += r.Effects
+	if acc.Checkpoints >= 0 && r.Checkpoints >= 0 {
+		acc.Checkpoints += r.Checkpoints
+	} else {
+		acc.Checkpoints = -1
+	}
 	acc.MsgsPerSec = float64(acc.Messages) / acc.Seconds
 	acc.lat.samples = append(acc.lat.samples, r.lat.samples...)
 	acc.P50ms, acc.P99ms = acc.lat.percentile(0.50), acc.lat.percentile(0.99)
