@@ -2,12 +2,14 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -30,13 +32,13 @@ func TestCommitAwaitedAfterCancel(t *testing.T) {
 			if err := pgstore.Queue(tx, "INSERT INTO effects VALUES ($1)", m.ID); err != nil {
 				return err
 			}
-			return pgstore.Queue(tx, "SELECT pg_sleep(0.5)")
+			return pgstore.Queue(tx, "SELECT pg_sleep(0.5017)")
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	declarative, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "declarative", Logger: logger,
-		Effect: &txinbox.Effect{Statements: []string{"INSERT INTO effects SELECT message_id FROM new_messages, pg_sleep(0.5)"}}})
+		Effect: &txinbox.Effect{Statements: []string{"INSERT INTO effects SELECT message_id FROM new_messages, pg_sleep(0.5017)"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,13 @@ func TestCommitAwaitedAfterCancel(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := count()
 			cctx, cancel := context.WithCancel(ctx)
-			time.AfterFunc(150*time.Millisecond, cancel)
+			stop, watched := make(chan struct{}), make(chan error, 1)
+			go func() { watched <- cancelWhenSleeping(d.Pool(), cancel, stop) }()
 			res, err := p.Process(cctx, []*txinbox.Message{{ID: name + "-1", Payload: []byte("x")}})
+			close(stop)
+			if werr := <-watched; werr != nil {
+				t.Error(werr)
+			}
 			atReturn := count()
 			time.Sleep(time.Second)
 			if later := count(); later != atReturn {
@@ -73,5 +80,28 @@ func TestCommitAwaitedAfterCancel(t *testing.T) {
 				t.Errorf("%d new effects after a Process whose context had ended, want 1", n-before)
 			}
 		})
+	}
+}
+
+// cancelWhenSleeping calls cancel once the server sleeps in the pg_sleep
+// sent with a batch's commit, or in a claim's statement (whose text is
+// longer than pg_stat_activity keeps, hence txinbox_inserted): the commit
+// is then on its way, however slow the machine was to get there. It gives
+// up when stop closes.
+func cancelWhenSleeping(pool *pgxpool.Pool, cancel context.CancelFunc, stop <-chan struct{}) error {
+	defer cancel()
+	for {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND state = 'active' AND wait_event = 'PgSleep'
+			  AND (query LIKE '%pg_sleep(0.5017)%' OR query LIKE '%txinbox_inserted%')`).Scan(&n)
+		if err != nil || n > 0 {
+			return err
+		}
+		select {
+		case <-stop:
+			return errors.New("Process returned before the commit's pg_sleep was seen running")
+		case <-time.After(5 * time.Millisecond): // polling the server's view of the commit
+		}
 	}
 }

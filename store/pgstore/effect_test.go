@@ -120,18 +120,24 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := func(from int, payload string, ids ...int) ([]txinbox.Result, int64) {
-		t.Helper()
+	// process runs a batch at positions from on; it may run beside the
+	// test's goroutine (no t.Fatal in it).
+	process := func(from int, payload string, ids ...int) ([]txinbox.Result, int64, error) {
 		msgs, pos := make([]*txinbox.Message, len(ids)), make([]int64, len(ids))
 		for i, id := range ids {
 			msgs[i], pos[i] = &txinbox.Message{ID: fmt.Sprint("m", id), Payload: []byte(payload)}, int64(from+i)
 		}
 		before := e.trips.n.Load()
 		res, err := p.ProcessCheckpoint(e.ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+		return res, e.trips.n.Load() - before, err
+	}
+	batch := func(from int, payload string, ids ...int) ([]txinbox.Result, int64) {
+		t.Helper()
+		res, trips, err := process(from, payload, ids...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res, e.trips.n.Load() - before
+		return res, trips
 	}
 	seq := func(from, n int) []int {
 		ids := make([]int, n)
@@ -187,22 +193,29 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	if _, err := other.Exec(e.ctx, `INSERT INTO txinbox_inbox (scope, message_id, payload_hash) VALUES ('s', 'm30', '\x00')`); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		res, trips = batch(30, "x", 30, 31)
+		var err error
+		res, trips, err = process(30, "x", 30, 31)
+		done <- err
 	}()
+	deadline := time.Now().Add(10 * time.Second)
 	for waiting := 0; waiting == 0; {
 		if err := e.admin.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
 			e.schema).Scan(&waiting); err != nil {
 			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited on the other transaction's row")
 		}
 		time.Sleep(10 * time.Millisecond) // polling the server's view of the wait
 	}
 	if err := other.Commit(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-done
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	wantOutcomes(res, txinbox.Drift, txinbox.Processed)
 	if trips < 2 {
 		t.Errorf("the batch with an unanswered key took %d round trips: not redone in a transaction", trips)
