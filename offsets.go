@@ -261,9 +261,7 @@ func (p *Processor[TTx]) skipDeadLetter(ctx context.Context, ob *offsetBatch, sa
 	if err != nil {
 		return err
 	}
-	cctx, cancel := commitContext(ctx)
-	defer cancel()
-	return tx.Commit(cctx)
+	return commitTx(ctx, tx)
 }
 
 func (p *Processor[TTx]) offsetCheckpoint(ob *offsetBatch, pos int64) store.Checkpoint {
@@ -288,9 +286,7 @@ func (p *Processor[TTx]) runOffsets(ctx context.Context, ob *offsetBatch, saved 
 	}
 	if herr == nil {
 		commitStart := time.Now()
-		cctx, cancel := commitContext(ctx)
-		err := tx.Commit(cctx)
-		cancel()
+		err := commitTx(ctx, tx)
 		info.CommitDuration = time.Since(commitStart)
 		if err == nil {
 			ob.done = len(ob.msgs)
@@ -457,9 +453,7 @@ func (p *Processor[TTx]) offsetPrefix(ctx context.Context, ob *offsetBatch, save
 	if _, err := adv.AdvanceCheckpoint(ctx, p.offsetCheckpoint(ob, ob.pos[limit-1]), saved); err != nil {
 		return err
 	}
-	cctx, cancel := commitContext(ctx)
-	defer cancel()
-	if err := tx.Commit(cctx); err != nil {
+	if err := commitTx(ctx, tx); err != nil {
 		return err
 	}
 	ob.done = limit

@@ -323,6 +323,13 @@ func commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), commitWait)
 }
 
+// commitTx commits tx with commitContext.
+func commitTx[TTx any](ctx context.Context, tx store.Tx[TTx]) error {
+	cctx, cancel := commitContext(ctx)
+	defer cancel()
+	return tx.Commit(cctx)
+}
+
 // afterCommit records the failed attempts in their own transaction, so
 // that the counts survive the rollback of the handlers' work.
 func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {

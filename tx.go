@@ -27,7 +27,7 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	// nothing when it could not answer for every key: then the batch runs
 	// in a transaction.
 	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() &&
-		(b.cp == nil || len(b.repeats) == 0 && len(b.cp.Positions) == len(b.slots)) {
+		(b.cp == nil || len(b.repeats) == 0) {
 		if err := p.runCommitted(ctx, ec, b, info); !errors.Is(err, store.ErrUnanswered) {
 			return err
 		}
@@ -386,9 +386,7 @@ func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommit
 	if err := tx.RecordDrift(ctx, drift); err != nil {
 		return err
 	}
-	dctx, cancelDrift := commitContext(ctx)
-	defer cancelDrift()
-	return tx.Commit(dctx)
+	return commitTx(ctx, tx)
 }
 
 // errDeadLetteredEarlier is the Result.Err of a delivery of a key that is
@@ -463,9 +461,7 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 		}
 	}
 	commitStart := time.Now()
-	cctx, cancel := commitContext(ctx)
-	err := tx.Commit(cctx)
-	cancel()
+	err := commitTx(ctx, tx)
 	b.commitTime = time.Since(commitStart)
 	return err
 }

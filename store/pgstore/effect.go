@@ -104,7 +104,7 @@ FROM txinbox_inserted i)`)
 	}
 	switch {
 	case f.drift:
-		b.WriteString(t.Expand(fmt.Sprintf(driftSQL, next, next+1, next+2, next+3, next+4)))
+		b.WriteString(driftTail(t, next))
 		return b.String()
 	case f.checkpoint:
 		b.WriteString(t.Expand(fmt.Sprintf(`,
@@ -130,59 +130,43 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 // could not answer for every key.
 const unansweredKey = "txinbox: unanswered key"
 
-// driftSQL ends the autocommitted claim with a checkpoint: it classifies
-// the keys it did not insert as classifySelect does (txinbox_seen), records
+// driftTail ends the autocommitted claim with a checkpoint: it classifies
+// the keys it did not insert (classifySelect, as txinbox_seen), records
 // the drift among them (a stored payload hash, the inbox's or else the
 // dead letter's, other than the one received), and saves the checkpoint
-// ($1-$4 of the format: its parameters) only if every key was answered:
-// otherwise the cast of unansweredKey fails the whole statement. A key
-// neither inserted nor seen had its conflicting row committed after the
+// (parameters $next to $next+3) only if every key was answered: otherwise
+// the cast of unansweredKey fails the whole statement. A key neither
+// inserted nor seen had its conflicting row committed after the
 // statement's snapshot; its drift could not be recorded here, and the
 // checkpoint must not move past it unrecorded. The drift's detection time
-// is parameter $5 of the format.
-const driftSQL = `,
-txinbox_seen AS (
-SELECT s.ord, s.scope, s.message_id, s.source, s.source_position, s.received_hash, s.hash,
-       CASE WHEN s.hash IS NULL THEN
-            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = s.scope AND d.message_id = s.message_id AND d.message_id <> '') END AS dead
-FROM (SELECT m.ord, m.scope, m.message_id, m.source, m.source_position, m.payload_hash AS received_hash,
-             (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) AS hash
-      FROM txinbox_batch m
-      WHERE NOT EXISTS (SELECT 1 FROM txinbox_inserted ins WHERE ins.scope = m.scope AND ins.message_id = m.message_id)
-      OFFSET 0) s),
+// is parameter $next+4.
+func driftTail(t schema.Tables, next int) string {
+	return ",\ntxinbox_seen AS (" + classifySelect(t, "txinbox_batch m", "source", "source_position", "payload_hash") + ")" +
+		t.Expand(fmt.Sprintf(`,
 txinbox_drift AS (
 INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
-SELECT scope, message_id, source, source_position, coalesce(hash, dead), received_hash, $%[5]d::timestamptz
-FROM txinbox_seen WHERE coalesce(hash, dead) <> received_hash),
+SELECT scope, message_id, source, source_position, coalesce(hash, dead), payload_hash, $%[5]d::timestamptz
+FROM txinbox_seen WHERE coalesce(hash, dead) <> payload_hash),
 txinbox_checkpoint AS (
 INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 SELECT $%[1]d::text, $%[2]d::text, $%[3]d::text, $%[4]d::bigint, now()
 WHERE (SELECT (CASE WHEN bool_and(hash IS NOT NULL OR dead IS NOT NULL) IS NOT FALSE THEN '1'
-                    ELSE '` + unansweredKey + `' END)::int FROM txinbox_seen) = 1
+                    ELSE '`+unansweredKey+`' END)::int FROM txinbox_seen) = 1
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at)
-SELECT ord, hash, dead FROM txinbox_seen`
+SELECT ord, hash, dead FROM txinbox_seen`, next, next+1, next+2, next+3, next+4))
+}
 
-// batchCTE is the CTE txinbox_batch of an effect's claim: batchRows with
-// the ordinals, and with payload the payloads ($8) and headers ($9).
+// batchCTE is the CTE txinbox_batch of an effect's claim: the batch with
+// its ordinals, and with payload its payloads and headers (batchSelect).
 func batchCTE(payload bool) string {
-	cols, arrays, names := "", "", ""
-	if payload {
-		cols, arrays, names = " u.payload, u.headers,", ", $8::bytea[], $9::text[]", " payload, headers,"
-	}
-	return `txinbox_batch AS (SELECT coalesce(u.scope, ($1::text[])[1]) AS scope, u.message_id,
-        coalesce(u.source, ($3::text[])[1]) AS source, coalesce(u.source_position, ($4::text[])[1]) AS source_position,
-        coalesce(u.partition_key, ($5::text[])[1]) AS partition_key, u.payload_hash,
-        coalesce(u.received_at, ($7::timestamptz[])[1]) AS received_at,` + cols + ` u.ord
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[]` + arrays + `)
-    WITH ORDINALITY AS u(scope, message_id, source, source_position, partition_key, payload_hash, received_at,` + names + ` ord)),
-`
+	return "txinbox_batch AS (" + batchSelect(true, payload) + "),\n"
 }
 
 // effectForm names one of the forms of an effect's claim.
 // With drift (committed, with a checkpoint, classifying) the statement
 // also records the drift it finds and fails unless it answered for every
-// key (driftSQL).
+// key (driftTail).
 type effectForm struct{ classify, committed, checkpoint, payload, drift bool }
 
 // index numbers the forms, for queries.recent.
@@ -239,13 +223,10 @@ func (t *pgTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 	// The checkpoint the processor planned (PlanCheckpoint) is saved in
 	// the same statement, as Claim does: a Kafka batch of a declarative
 	// effect is then this round trip and the COMMIT's.
-	plan := t.plan
-	t.plan = nil
-	if plan != nil && t.tx == nil {
+	plan := t.takePlan()
+	if plan != nil {
 		f.checkpoint = true
-		args = append(args, plan.Scope, plan.Source, plan.Partition, plan.Position)
-	} else {
-		plan = nil
+		args = append(args, checkpointArgs(plan)...)
 	}
 	res := make([]store.ClaimResult, len(rows))
 	if err := t.claimed(ctx, t.q.effectQuery(statements, f), f.scan(ea.claimRows, res), args...); err != nil {
@@ -285,21 +266,36 @@ const probeColumns = "current_setting('txinbox.probe_payload', true)::bytea AS p
 // statements), the answer is yes, and the claim itself reports the
 // mistake.
 func (q *queries) readsPayload(ctx context.Context, db querier, statements []string) bool {
+	// The answer last given is compared without allocating: a processor
+	// has one effect, and this runs for every batch.
+	if r := q.lastReads.Load(); r != nil && slices.Equal(r.statements, statements) {
+		return r.reads
+	}
 	key := strings.Join(statements, "\x00")
+	remember := func(reads bool) bool {
+		q.payloadReads.Store(key, reads)
+		q.lastReads.Store(&lastReads{statements: slices.Clone(statements), reads: reads})
+		return reads
+	}
 	if v, ok := q.payloadReads.Load(key); ok {
-		return v.(bool)
+		return remember(v.(bool))
 	}
 	reads, err := probePayload(ctx, db, effectClaimWith(q.tables, statements, effectForm{committed: true}, probeColumns))
 	if err != nil {
 		// The server's refusal is an answer; a lost connection is not,
 		// and the next claim asks again.
 		if _, refused := errors.AsType[*pgconn.PgError](err); refused {
-			q.payloadReads.Store(key, true)
+			return remember(true)
 		}
 		return true
 	}
-	q.payloadReads.Store(key, reads)
-	return reads
+	return remember(reads)
+}
+
+// lastReads is the answer readsPayload gave last, and for what.
+type lastReads struct {
+	statements []string
+	reads      bool
 }
 
 func probePayload(ctx context.Context, db querier, claim string) (bool, error) {
@@ -368,7 +364,7 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 	res := make([]store.ClaimResult, len(rows))
 	args := ea.args
 	if withCP {
-		args = append(args, cp.Scope, cp.Source, cp.Partition, cp.Position, detectedAt)
+		args = append(append(args, checkpointArgs(cp)...), detectedAt)
 	}
 	rs, err := d.pool.Query(ctx, d.q.effectQuery(statements, f), args...)
 	if err == nil {

@@ -63,7 +63,7 @@ var _ store.DeferredAdvancer = (*pgTx)(nil)
 // round trip (firstBatch) carries the guarded move.
 func (t *pgTx) DeferAdvance(cp store.Checkpoint, previous int64) {
 	if t.tx == nil {
-		t.advance = []any{cp.Scope, cp.Source, cp.Partition, cp.Position, previous}
+		t.advance = append(checkpointArgs(&cp), previous)
 	}
 }
 
@@ -72,7 +72,7 @@ func (t *pgTx) DeferAdvance(cp store.Checkpoint, previous int64) {
 // trip.
 func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previous int64) (bool, error) {
 	var n int64
-	args := []any{cp.Scope, cp.Source, cp.Partition, cp.Position, previous}
+	args := append(checkpointArgs(&cp), previous)
 	if t.tx != nil {
 		err := t.tx.QueryRow(ctx, t.q.advance, args...).Scan(&n)
 		return n == 1, err

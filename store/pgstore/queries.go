@@ -27,8 +27,10 @@ type queries struct {
 	tables  schema.Tables
 	effects *sync.Map
 	recent  *[32]atomic.Pointer[recentEffect]
-	// payloadReads caches readsPayload by the effect's statements.
+	// payloadReads caches readsPayload by the effect's statements,
+	// lastReads its last answer.
 	payloadReads *sync.Map
+	lastReads    *atomic.Pointer[lastReads]
 	// duplicates says whether the driver's last claim of the plain
 	// layout met keys it did not insert: the next claim then uses
 	// claimClassify, which saves the lookup's round trip.
@@ -37,21 +39,34 @@ type queries struct {
 	claimPartitioned, lookupPartitioned string
 }
 
-// batchRows is a claim's batch as rows m(scope, message_id, source,
-// source_position, partition_key, payload_hash, received_at): parameters
-// $1-$7, an array per column. A column whose value is the same in every
-// row may come as an array of that one value (compactArgs): unnest pads
-// it with NULLs to the length of the others, and coalesce gives every row
-// the first element back. Such a batch ships and decodes one value
-// instead of one per message (scope and source nearly always; often
-// partition_key, source_position and received_at). No column is ever
-// NULL, so a NULL is always padding.
-const batchRows = `(SELECT coalesce(u.scope, ($1::text[])[1]) AS scope, u.message_id,
+// batchSelect selects a claim's batch, u(scope, message_id, source,
+// source_position, partition_key, payload_hash, received_at), from
+// parameters $1-$7, an array per column; with ordinality also the 1-based
+// ordinal ord, with payload also payload ($8) and headers ($9). A column
+// whose value is the same in every row may come as an array of that one
+// value (newClaimArgs): unnest pads it with NULLs to the length of the
+// others, and coalesce gives every row the first element back. Such a
+// batch ships and decodes one value instead of one per message (scope and
+// source nearly always; often partition_key, source_position and
+// received_at). No column is ever NULL, so a NULL is always padding.
+func batchSelect(ordinality, payload bool) string {
+	cols, arrays, names, with := "", "", "", ""
+	if payload {
+		cols, arrays, names = ", u.payload, u.headers", ", $8::bytea[], $9::text[]", ", payload, headers"
+	}
+	if ordinality {
+		cols, names, with = cols+", u.ord", names+", ord", " WITH ORDINALITY"
+	}
+	return `SELECT coalesce(u.scope, ($1::text[])[1]) AS scope, u.message_id,
         coalesce(u.source, ($3::text[])[1]) AS source, coalesce(u.source_position, ($4::text[])[1]) AS source_position,
         coalesce(u.partition_key, ($5::text[])[1]) AS partition_key, u.payload_hash,
-        coalesce(u.received_at, ($7::timestamptz[])[1]) AS received_at
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-         AS u(scope, message_id, source, source_position, partition_key, payload_hash, received_at)) AS m`
+        coalesce(u.received_at, ($7::timestamptz[])[1]) AS received_at` + cols + `
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[]` + arrays + `)` + with + `
+         AS u(scope, message_id, source, source_position, partition_key, payload_hash, received_at` + names + `)`
+}
+
+// batchRows is the batch as the rows m of a claim's insert (batchSelect).
+var batchRows = "(" + batchSelect(false, false) + ") AS m"
 
 // batchKeys is the keys of batchRows with their 1-based ordinals, m(scope,
 // message_id, ord).
@@ -109,13 +124,22 @@ const commitSQL = commitSetting + "; COMMIT"
 // comes back with neither hash and goes to the lookup statement, whose
 // snapshot is newer. The dead letters are probed only for keys the inbox
 // does not hold: of a key in both, classifySeen takes the inbox's hash
-// anyway. OFFSET 0 keeps the inbox probe from being planned twice.
-func classifySelect(t schema.Tables, from string) string {
+// anyway. OFFSET 0 keeps the inbox probe from being planned twice. With
+// carry, each row also has scope, message_id and those columns of from,
+// after ord, hash and dead.
+func classifySelect(t schema.Tables, from string, carry ...string) string {
+	inner, outer := "", ""
+	for _, c := range carry {
+		inner, outer = inner+", m."+c, outer+", s."+c
+	}
+	if len(carry) > 0 {
+		outer = ", s.scope, s.message_id" + outer
+	}
 	return t.Expand(`
 SELECT s.ord, s.hash,
        CASE WHEN s.hash IS NULL THEN
-            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = s.scope AND d.message_id = s.message_id AND d.message_id <> '') END
-FROM (SELECT m.ord, m.scope, m.message_id,
+            (SELECT d.payload_hash FROM {dead_letters} d WHERE d.scope = s.scope AND d.message_id = s.message_id AND d.message_id <> '') END AS dead` + outer + `
+FROM (SELECT m.ord, m.scope, m.message_id` + inner + `,
              (SELECT i.payload_hash FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id) AS hash
       FROM ` + from + `
       WHERE NOT EXISTS (SELECT 1 FROM txinbox_inserted ins WHERE ins.scope = m.scope AND ins.message_id = m.message_id)
@@ -127,6 +151,7 @@ func newQueries(t schema.Tables, periods string) queries {
 		tables:       t,
 		effects:      new(sync.Map),
 		payloadReads: new(sync.Map),
+		lastReads:    new(atomic.Pointer[lastReads]),
 		recent:       new([32]atomic.Pointer[recentEffect]),
 		duplicates:   new(atomic.Bool),
 		// One statement claims the whole batch. Rows are inserted in key

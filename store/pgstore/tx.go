@@ -273,13 +273,10 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	scopes, ids, args := ca.scopes, ca.ids, ca.args
 	res := make([]store.ClaimResult, len(rows))
 	claim, classify := t.q.claim, t.q.claimClassify
-	plan := t.plan
-	t.plan = nil
-	if plan != nil && t.tx == nil {
+	plan := t.takePlan()
+	if plan != nil {
 		claim, classify = t.q.claimCP, t.q.claimClassifyCP
-		args = append(args, plan.Scope, plan.Source, plan.Partition, plan.Position)
-	} else {
-		plan = nil
+		args = append(args, checkpointArgs(plan)...)
 	}
 	var err error
 	switch {
@@ -295,6 +292,25 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	}
 	t.saved = plan
 	return t.afterClaim(ctx, res, scopes, ids)
+}
+
+// takePlan returns the planned checkpoint (PlanCheckpoint) for the claim
+// to save in its statement, nil if none was planned or the transaction
+// began before the claim; either way the plan is used up. The claim sets
+// t.saved to it once it succeeded.
+func (t *pgTx) takePlan() *store.Checkpoint {
+	plan := t.plan
+	t.plan = nil
+	if t.tx != nil {
+		return nil
+	}
+	return plan
+}
+
+// checkpointArgs are the parameters of a checkpoint's row, in the order
+// the statements that save one take them.
+func checkpointArgs(cp *store.Checkpoint) []any {
+	return []any{cp.Scope, cp.Source, cp.Partition, cp.Position}
 }
 
 // claimArgs are the parameters $1-$7 of a claim (batchRows), and the
@@ -316,25 +332,17 @@ func newClaimArgs(rows []store.ClaimRow) claimArgs {
 		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
 		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
 	}
-	return claimArgs{scopes: scopes, ids: ids, args: []any{textArray(compact(scopes)), textArray(ids),
-		textArray(compact(sources)), textArray(compact(positions)), textArray(compact(pkeys)),
-		byteaArray(hashes), timeArray(compactTimes(received))}}
+	same := func(a, b string) bool { return a == b }
+	return claimArgs{scopes: scopes, ids: ids, args: []any{textArray(compact(scopes, same)), textArray(ids),
+		textArray(compact(sources, same)), textArray(compact(positions, same)), textArray(compact(pkeys, same)),
+		byteaArray(hashes), timeArray(compact(received, time.Time.Equal))}} // the database keeps no location
 }
 
-// compact returns a's first element alone when every element equals it.
-func compact(a []string) []string {
-	for _, s := range a[min(1, len(a)):] {
-		if s != a[0] {
-			return a
-		}
-	}
-	return a[:min(1, len(a))]
-}
-
-// compactTimes is compact for instants (the database keeps no location).
-func compactTimes(a []time.Time) []time.Time {
-	for _, t := range a[min(1, len(a)):] {
-		if !t.Equal(a[0]) {
+// compact returns a's first element alone when every element is equal to
+// it.
+func compact[T any](a []T, equal func(T, T) bool) []T {
+	for _, v := range a[min(1, len(a)):] {
+		if !equal(v, a[0]) {
 			return a
 		}
 	}
@@ -665,6 +673,6 @@ func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, t.q.checkpoint, cp.Scope, cp.Source, cp.Partition, cp.Position)
+	_, err := t.tx.Exec(ctx, t.q.checkpoint, checkpointArgs(&cp)...)
 	return err
 }
