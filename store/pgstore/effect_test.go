@@ -222,3 +222,44 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	}
 	wantState(31, 23, 2)
 }
+
+// TestDeclarativeCheckpointBadNeighbour: in a Kafka-like batch of a
+// declarative effect (one autocommitted statement with its checkpoint), a
+// message the effect's table refuses and one whose id PostgreSQL cannot
+// store (a NUL byte) fail alone, dead-lettered: the others take effect
+// once, and the checkpoint moves past them all.
+func TestDeclarativeCheckpointBadNeighbour(t *testing.T) {
+	d, ctx := driverWithEffects(t, `CREATE TABLE effects (message_id text NOT NULL CHECK (message_id <> 'poison'))`)
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", MaxAttempts: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Effect: &txinbox.Effect{Statements: []string{"INSERT INTO effects SELECT message_id FROM new_messages"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "poison", "b", "nul\x00id", "c"}
+	msgs, pos := make([]*txinbox.Message, len(ids)), make([]int64, len(ids))
+	for i, id := range ids {
+		msgs[i], pos[i] = &txinbox.Message{ID: id, Payload: []byte("x")}, int64(i+1)
+	}
+	res, err := p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		want := txinbox.Processed
+		if ids[i] == "poison" || ids[i] == "nul\x00id" {
+			want = txinbox.DeadLettered // MaxAttempts 1
+		}
+		if r.Outcome != want {
+			t.Errorf("%q: %v (%v), want %v", ids[i], r.Outcome, r.Err, want)
+		}
+	}
+	const checkpoint = 5 // every message acked
+	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps["0"] != checkpoint {
+		t.Errorf("checkpoints %v, %v; want partition 0 at %d (outcomes %v)", cps, err, checkpoint, res)
+	}
+	rows, _ := d.Pool().Query(ctx, "SELECT message_id FROM effects ORDER BY 1")
+	effects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || strings.Join(effects, " ") != "a b c" {
+		t.Errorf("effects %v (%v), want a b c once each", effects, err)
+	}
+}
