@@ -15,7 +15,7 @@ import (
 // item is one distinct (scope, id) of a batch.
 type item struct {
 	msg      *Message
-	row      store.ClaimRow
+	row      *store.ClaimRow // in the batch's claimRows or effectRows
 	res      Result
 	stored   []byte // the committed payload hash, for Duplicate and Drift
 	failed   bool   // its handler failed: an attempt is recorded after the commit
@@ -56,6 +56,11 @@ type batch struct {
 	repeats []*repeat
 	noID    []*noIDMessage
 
+	// The claim's rows of items, aligned with them, handed to the store
+	// as they are: claimRows for a handler, effectRows for Config.Effect.
+	claimRows  []store.ClaimRow
+	effectRows []store.EffectRow
+
 	// handlerTime sums the time spent in handlers over every transaction
 	// attempt; commitTime is the COMMIT round trip of the last attempt
 	// (zero if it did not reach its commit). They feed BatchInfo.
@@ -80,6 +85,11 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 	// The items and the payload hashes are allocated once per batch, not
 	// once per message.
 	slab := make([]item, len(msgs))
+	if p.cfg.Effect != nil {
+		b.effectRows = make([]store.EffectRow, 0, len(msgs))
+	} else {
+		b.claimRows = make([]store.ClaimRow, 0, len(msgs))
+	}
 	hashes := make([]byte, len(msgs)*sha256.Size)
 	for i, m := range msgs {
 		hash := hashes[i*sha256.Size : (i+1)*sha256.Size : (i+1)*sha256.Size]
@@ -110,11 +120,18 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 			b.slots[i].rep = r
 			continue
 		}
+		row := store.ClaimRow{Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
+			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt}
 		it := &slab[i]
-		*it = item{msg: m, row: store.ClaimRow{
-			Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
-			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt,
-		}, headers: headers}
+		*it = item{msg: m, headers: headers}
+		// Appended within the capacity: the pointers stay valid.
+		if b.effectRows != nil {
+			b.effectRows = append(b.effectRows, store.EffectRow{ClaimRow: row, Payload: m.Payload, Headers: headers})
+			it.row = &b.effectRows[len(b.effectRows)-1].ClaimRow
+		} else {
+			b.claimRows = append(b.claimRows, row)
+			it.row = &b.claimRows[len(b.claimRows)-1]
+		}
 		seen[key] = it
 		b.items = append(b.items, it)
 		b.slots[i].it = it

@@ -210,7 +210,7 @@ func (p *Processor[TTx]) offsetOutcomes(ctx context.Context, ob *offsetBatch, sa
 	}
 	m := ob.msgs[ob.culprit]
 	h := m.PayloadHash()
-	it := &item{msg: m, row: store.ClaimRow{Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source,
+	it := &item{msg: m, row: &store.ClaimRow{Key: store.Key{Scope: m.Scope, MessageID: m.ID}, Source: m.Source,
 		SourcePosition: m.SourcePosition, PartitionKey: m.PartitionKey, PayloadHash: h[:], ReceivedAt: m.ReceivedAt}}
 	p.markFailed(it, ob.herr)
 	p.afterCommit(ctx, &batch{items: []*item{it}})

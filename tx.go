@@ -39,7 +39,7 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
 	p.planCheckpoint(tx, b)
-	claims, err := p.claim(ctx, tx, b.items)
+	claims, err := p.claim(ctx, tx, b, b.items)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 	if err := tx.Savepoint(ctx); err != nil {
 		return false, err
 	}
-	claims, err := p.claim(ctx, tx, []*item{it})
+	claims, err := p.claim(ctx, tx, b, []*item{it})
 	if err != nil {
 		return false, err
 	}
@@ -300,29 +300,46 @@ var errNoEffectClaimer = errors.New("txinbox: Config.Effect: the store's transac
 
 // claim claims the items' keys; with Config.Effect, in the statement that
 // also runs the effect over the keys it inserts.
-func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], items []*item) ([]store.ClaimResult, error) {
+func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], b *batch, items []*item) ([]store.ClaimResult, error) {
 	if p.cfg.Effect == nil {
-		rows := make([]store.ClaimRow, len(items))
-		for i, it := range items {
-			rows[i] = it.row
-		}
-		return tx.Claim(ctx, rows)
+		return tx.Claim(ctx, b.claimRowsOf(items))
 	}
 	ec, ok := tx.(store.EffectClaimer)
 	if !ok {
 		return nil, errNoEffectClaimer
 	}
-	return ec.ClaimWithEffect(ctx, effectRows(items), p.cfg.Effect.Statements)
+	return ec.ClaimWithEffect(ctx, b.effectRowsOf(items), p.cfg.Effect.Statements)
 }
 
-// effectRows are the claim rows of items with what a declarative effect
-// reads of their messages.
-func effectRows(items []*item) []store.EffectRow {
-	rows := make([]store.EffectRow, len(items))
+// claimRowsOf are the claim rows of items, b's own when items are all of
+// b's.
+func (b *batch) claimRowsOf(items []*item) []store.ClaimRow {
+	if b.whole(items) && len(b.claimRows) == len(items) {
+		return b.claimRows
+	}
+	rows := make([]store.ClaimRow, len(items))
 	for i, it := range items {
-		rows[i] = store.EffectRow{ClaimRow: it.row, Payload: it.msg.Payload, Headers: it.headers}
+		rows[i] = *it.row
 	}
 	return rows
+}
+
+// effectRowsOf are the claim rows of items with what a declarative effect
+// reads of their messages, b's own when items are all of b's.
+func (b *batch) effectRowsOf(items []*item) []store.EffectRow {
+	if b.whole(items) && len(b.effectRows) == len(items) {
+		return b.effectRows
+	}
+	rows := make([]store.EffectRow, len(items))
+	for i, it := range items {
+		rows[i] = store.EffectRow{ClaimRow: *it.row, Payload: it.msg.Payload, Headers: it.headers}
+	}
+	return rows
+}
+
+// whole reports whether items are b.items.
+func (b *batch) whole(items []*item) bool {
+	return len(items) == len(b.items) && (len(items) == 0 || &items[0] == &b.items[0])
 }
 
 // storeCheckpoint is the checkpoint of b's partition at pos.
@@ -355,7 +372,7 @@ func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommit
 	}
 	start := time.Now()
 	cctx, cancel := commitContext(ctx)
-	claims, err := ec.CommitEffect(cctx, effectRows(b.items), p.cfg.Effect.Statements, cp, p.cfg.Now())
+	claims, err := ec.CommitEffect(cctx, b.effectRowsOf(b.items), p.cfg.Effect.Statements, cp, p.cfg.Now())
 	cancel()
 	b.commitTime = time.Since(start)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/txinbox/txinbox/store"
 )
 
 // The claim statements take a batch as arrays, one per column. pgx
@@ -85,3 +87,70 @@ func dims(n int) []pgtype.ArrayDimension {
 	}
 	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
 }
+
+// claimView is a claim's batch read in place: row(i) is the i-th row of
+// a []store.ClaimRow, or the ClaimRow of the i-th store.EffectRow. The
+// claim's parameters are columns of it (newClaimArgs), so a batch is not
+// copied into an array per column before pgx encodes it.
+type claimView struct {
+	n   int
+	row func(int) *store.ClaimRow
+}
+
+func viewClaimRows(rows []store.ClaimRow) claimView {
+	return claimView{n: len(rows), row: func(i int) *store.ClaimRow { return &rows[i] }}
+}
+
+func viewEffectRows(rows []store.EffectRow) claimView {
+	return claimView{n: len(rows), row: func(i int) *store.ClaimRow { return &rows[i].ClaimRow }}
+}
+
+func (v claimView) key(i int) store.Key { return v.row(i).Key }
+
+// length is the number of elements a column sends: 1 when every row's
+// value equals the first row's (the claim's statement pads it back:
+// batchSelect), else one per row.
+func (v claimView) length(equal func(a, b *store.ClaimRow) bool) int {
+	for i := 1; i < v.n; i++ {
+		if !equal(v.row(0), v.row(i)) {
+			return v.n
+		}
+	}
+	return min(1, v.n)
+}
+
+// textColumn is a text[] parameter: a field of the first n rows of v.
+type textColumn struct {
+	v     claimView
+	n     int
+	field func(*store.ClaimRow) *string
+}
+
+func (c textColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.n) }
+func (c textColumn) Index(i int) any                     { return (*textElem)(c.field(c.v.row(i))) }
+func (c textColumn) IndexType() any                      { return (*textElem)(nil) }
+
+// hashColumn is the bytea[] parameter of the rows' payload hashes; a nil
+// hash is NULL.
+type hashColumn struct{ v claimView }
+
+func (c hashColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.v.n) }
+func (c hashColumn) IndexType() any                      { return (*byteaElem)(nil) }
+func (c hashColumn) Index(i int) any {
+	r := c.v.row(i)
+	if r.PayloadHash == nil {
+		return (*byteaElem)(nil)
+	}
+	return (*byteaElem)(&r.PayloadHash)
+}
+
+// receivedColumn is the timestamptz[] parameter of the first n rows'
+// receive times.
+type receivedColumn struct {
+	v claimView
+	n int
+}
+
+func (c receivedColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.n) }
+func (c receivedColumn) Index(i int) any                     { return (*timeElem)(&c.v.row(i).ReceivedAt) }
+func (c receivedColumn) IndexType() any                      { return (*timeElem)(nil) }

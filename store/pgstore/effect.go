@@ -218,8 +218,7 @@ func (t *pgTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 		probe = t.tx
 	}
 	f := effectForm{classify: t.q.duplicates.Load(), payload: t.q.readsPayload(ctx, probe, statements)}
-	ea := newEffectArgs(rows, f.payload)
-	args := ea.args
+	v, args := newEffectArgs(rows, f.payload)
 	// The checkpoint the processor planned (PlanCheckpoint) is saved in
 	// the same statement, as Claim does: a Kafka batch of a declarative
 	// effect is then this round trip and the COMMIT's.
@@ -229,22 +228,22 @@ func (t *pgTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 		args = append(args, checkpointArgs(plan)...)
 	}
 	res := make([]store.ClaimResult, len(rows))
-	if err := t.claimed(ctx, t.q.effectQuery(statements, f), f.scan(ea.claimRows, res), args...); err != nil {
+	if err := t.claimed(ctx, t.q.effectQuery(statements, f), f.scan(v, res), args...); err != nil {
 		return res, err
 	}
 	t.saved = plan
-	return t.afterClaim(ctx, res, ea.scopes, ea.ids)
+	return t.afterClaim(ctx, res, v)
 }
 
 // scan returns how a claim of the form is read into res.
-func (f effectForm) scan(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows) error {
+func (f effectForm) scan(v claimView, res []store.ClaimResult) func(pgx.Rows) error {
 	switch {
 	case f.classify:
 		return classifyClaimed(res)
 	case f.payload:
 		return markOrdinals(res)
 	default:
-		return markInserted(rows, res)
+		return markInserted(v, res)
 	}
 }
 
@@ -313,24 +312,14 @@ func probePayload(ctx context.Context, db querier, claim string) (bool, error) {
 	return reads, err
 }
 
-// effectArgs are the array parameters of an effect's claim.
-type effectArgs struct {
-	args        []any
-	scopes, ids []string
-	claimRows   []store.ClaimRow
-}
-
 // newEffectArgs are the parameters of an effect's claim: the claim's
-// arrays (compacted), and with payload the payloads and headers.
-func newEffectArgs(rows []store.EffectRow, payload bool) effectArgs {
-	n := len(rows)
-	claimRows := make([]store.ClaimRow, n)
-	for i := range rows {
-		claimRows[i] = rows[i].ClaimRow
-	}
-	ca := newClaimArgs(claimRows)
-	ea := effectArgs{args: ca.args, scopes: ca.scopes, ids: ca.ids, claimRows: claimRows}
+// columns of rows (newClaimArgs), and with payload the payloads and
+// headers.
+func newEffectArgs(rows []store.EffectRow, payload bool) (claimView, []any) {
+	v := viewEffectRows(rows)
+	args := newClaimArgs(v)
 	if payload {
+		n := len(rows)
 		headers, payloads := make([]*string, n), make([][]byte, n)
 		for i := range rows {
 			payloads[i] = rows[i].Payload
@@ -338,9 +327,9 @@ func newEffectArgs(rows []store.EffectRow, payload bool) effectArgs {
 				headers[i] = &rows[i].Headers
 			}
 		}
-		ea.args = append(ea.args, byteaArray(payloads), nullTextArray(headers))
+		args = append(args, byteaArray(payloads), nullTextArray(headers))
 	}
-	return ea
+	return v, args
 }
 
 var _ store.EffectCommitter = (*Driver)(nil)
@@ -360,15 +349,14 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 	withCP := cp != nil
 	f := effectForm{classify: d.q.duplicates.Load() || withCP, committed: true, checkpoint: withCP, drift: withCP,
 		payload: d.q.readsPayload(ctx, d.pool, statements)}
-	ea := newEffectArgs(rows, f.payload)
+	v, args := newEffectArgs(rows, f.payload)
 	res := make([]store.ClaimResult, len(rows))
-	args := ea.args
 	if withCP {
 		args = append(append(args, checkpointArgs(cp)...), detectedAt)
 	}
 	rs, err := d.pool.Query(ctx, d.q.effectQuery(statements, f), args...)
 	if err == nil {
-		err = f.scan(ea.claimRows, res)(rs)
+		err = f.scan(v, res)(rs)
 	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && strings.Contains(pe.Message, unansweredKey) {
 		return res, store.ErrUnanswered
@@ -377,7 +365,7 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 		return res, err
 	}
 	t := &pgTx{pool: d.pool, q: &d.q, layout: l}
-	return t.afterClaim(ctx, res, ea.scopes, ea.ids)
+	return t.afterClaim(ctx, res, v)
 }
 
 // CheckEffect prepares the claim statement of a declarative effect once,

@@ -269,8 +269,8 @@ func (t *pgTx) firstBatch() *pgx.Batch {
 }
 
 func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
-	ca := newClaimArgs(rows)
-	scopes, ids, args := ca.scopes, ca.ids, ca.args
+	v := viewClaimRows(rows)
+	args := newClaimArgs(v)
 	res := make([]store.ClaimResult, len(rows))
 	claim, classify := t.q.claim, t.q.claimClassify
 	plan := t.takePlan()
@@ -281,17 +281,17 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	var err error
 	switch {
 	case t.layout.partitioned:
-		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(rows, res), args...)
-	case t.q.duplicates.Load() && distinct(rows):
+		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(v, res), args...)
+	case t.q.duplicates.Load() && distinct(v):
 		err = t.claimed(ctx, classify, classifyClaimed(res), args...)
 	default:
-		err = t.claimed(ctx, claim, markInserted(rows, res), args...)
+		err = t.claimed(ctx, claim, markInserted(v, res), args...)
 	}
 	if err != nil {
 		return res, err
 	}
 	t.saved = plan
-	return t.afterClaim(ctx, res, scopes, ids)
+	return t.afterClaim(ctx, res, v)
 }
 
 // takePlan returns the planned checkpoint (PlanCheckpoint) for the claim
@@ -313,45 +313,32 @@ func checkpointArgs(cp *store.Checkpoint) []any {
 	return []any{cp.Scope, cp.Source, cp.Partition, cp.Position}
 }
 
-// claimArgs are the parameters $1-$7 of a claim (batchRows), and the
-// batch's scopes and ids in full.
-type claimArgs struct {
-	args        []any
-	scopes, ids []string
-}
-
-// newClaimArgs builds a claim's arrays from rows, one allocation for the
-// five text columns; a column with one value throughout goes as that one
-// value (batchRows).
-func newClaimArgs(rows []store.ClaimRow) claimArgs {
-	n := len(rows)
-	text := make([]string, 5*n)
-	scopes, ids, sources, positions, pkeys := text[:n:n], text[n:2*n:2*n], text[2*n:3*n:3*n], text[3*n:4*n:4*n], text[4*n:]
-	hashes, received := make([][]byte, n), make([]time.Time, n)
-	for i, r := range rows {
-		scopes[i], ids[i], sources[i], positions[i], pkeys[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey
-		hashes[i], received[i] = r.PayloadHash, r.ReceivedAt
-	}
-	same := func(a, b string) bool { return a == b }
-	return claimArgs{scopes: scopes, ids: ids, args: []any{textArray(compact(scopes, same)), textArray(ids),
-		textArray(compact(sources, same)), textArray(compact(positions, same)), textArray(compact(pkeys, same)),
-		byteaArray(hashes), timeArray(compact(received, time.Time.Equal))}} // the database keeps no location
-}
-
-// compact returns a's first element alone when every element is equal to
-// it.
-func compact[T any](a []T, equal func(T, T) bool) []T {
-	for _, v := range a[min(1, len(a)):] {
-		if !equal(v, a[0]) {
-			return a
+// newClaimArgs are a claim's parameters $1-$7 (batchRows): columns of v,
+// read in place; a column with one value throughout goes as that one
+// value.
+func newClaimArgs(v claimView) []any {
+	text := func(field func(*store.ClaimRow) *string, compact bool) textColumn {
+		n := v.n
+		if compact {
+			n = v.length(func(a, b *store.ClaimRow) bool { return *field(a) == *field(b) })
 		}
+		return textColumn{v: v, n: n, field: field}
 	}
-	return a[:min(1, len(a))]
+	return []any{
+		text(func(r *store.ClaimRow) *string { return &r.Scope }, true),
+		text(func(r *store.ClaimRow) *string { return &r.MessageID }, false),
+		text(func(r *store.ClaimRow) *string { return &r.Source }, true),
+		text(func(r *store.ClaimRow) *string { return &r.SourcePosition }, true),
+		text(func(r *store.ClaimRow) *string { return &r.PartitionKey }, true),
+		hashColumn{v},
+		// The database keeps no location: equal instants are one value.
+		receivedColumn{v, v.length(func(a, b *store.ClaimRow) bool { return a.ReceivedAt.Equal(b.ReceivedAt) })},
+	}
 }
 
 // afterClaim chooses the next claim and looks up the keys the claim left
 // unanswered.
-func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, scopes, ids []string) ([]store.ClaimResult, error) {
+func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, v claimView) ([]store.ClaimResult, error) {
 	if !t.layout.partitioned {
 		t.expectDuplicates(res)
 	}
@@ -367,7 +354,7 @@ func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, scopes, 
 	if len(pending) == 0 {
 		return res, nil
 	}
-	return res, t.lookup(ctx, res, pending, scopes, ids)
+	return res, t.lookup(ctx, res, pending, v)
 }
 
 // expectDuplicates chooses the next claim from this one's answer. The
@@ -392,13 +379,14 @@ func (t *pgTx) expectDuplicates(res []store.ClaimResult) {
 // distinct reports whether no key repeats in rows, as Claim's contract
 // says: claimClassify would report every copy of a key inserted, the
 // plain claim only one.
-func distinct(rows []store.ClaimRow) bool {
-	seen := make(map[store.Key]struct{}, len(rows))
-	for _, r := range rows {
-		if _, ok := seen[r.Key]; ok {
+func distinct(v claimView) bool {
+	seen := make(map[store.Key]struct{}, v.n)
+	for i := range v.n {
+		k := v.key(i)
+		if _, ok := seen[k]; ok {
 			return false
 		}
-		seen[r.Key] = struct{}{}
+		seen[k] = struct{}{}
 	}
 	return true
 }
@@ -475,21 +463,21 @@ func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 // them ClaimNew. The keys are found by binary search over the batch's
 // order sorted by key, compared with the result's bytes in place: no
 // string or map entry per row.
-func markInserted(rows []store.ClaimRow, res []store.ClaimResult) func(pgx.Rows) error {
+func markInserted(v claimView, res []store.ClaimResult) func(pgx.Rows) error {
 	return func(rs pgx.Rows) error {
 		defer rs.Close()
-		order := make([]int32, len(rows))
+		order := make([]int32, v.n)
 		for i := range order {
 			order[i] = int32(i)
 		}
-		slices.SortFunc(order, func(a, b int32) int { return compareKeys(rows[a].Key, rows[b].Key) })
+		slices.SortFunc(order, func(a, b int32) int { return compareKeys(v.key(int(a)), v.key(int(b))) })
 		for rs.Next() {
 			raw := rs.RawValues()
 			if len(raw) != 2 || raw[0] == nil || raw[1] == nil {
 				return fmt.Errorf("pgstore: claim returned %d values, want a scope and a message id", len(raw))
 			}
 			k := store.Key{Scope: inPlace(raw[0]), MessageID: inPlace(raw[1])}
-			j, ok := slices.BinarySearchFunc(order, k, func(e int32, k store.Key) int { return compareKeys(rows[e].Key, k) })
+			j, ok := slices.BinarySearchFunc(order, k, func(e int32, k store.Key) int { return compareKeys(v.key(int(e)), k) })
 			if !ok {
 				return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
 			}
@@ -545,10 +533,11 @@ func classifySeen(r *store.ClaimResult, hash, dead []byte) bool {
 // own: a new READ COMMITTED snapshot, which sees the rows of the
 // transactions the claim waited for. Only those are looked up, each index
 // probe costs as much as an insert's.
-func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []int, scopes, ids []string) error {
+func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []int, v claimView) error {
 	lscopes, lids := make([]string, len(pending)), make([]string, len(pending))
 	for j, i := range pending {
-		lscopes[j], lids[j] = scopes[i], ids[i]
+		k := v.key(i)
+		lscopes[j], lids[j] = k.Scope, k.MessageID
 	}
 	lookup := t.q.lookup
 	if t.layout.partitioned {
@@ -569,7 +558,7 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
 		}
 		if i := pending[ord-1]; !classifySeen(&res[i], hash, dead) {
-			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, scopes[i], ids[i])
+			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, v.key(i).Scope, v.key(i).MessageID)
 		}
 		return nil
 	})
