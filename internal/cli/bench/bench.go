@@ -81,6 +81,8 @@ type benchOptions struct {
 	kafkaRecords int64
 	scaleKills   int
 	serveBin     string
+	// busy is how many CPU-bound processes run beside light-busy.
+	busy int
 }
 
 // benchResult is one measured scenario.
@@ -98,9 +100,13 @@ type benchResult struct {
 	// Checkpoints is how many checkpoints PostgreSQL completed during the
 	// scenario's slices (-1 if it could not be read): a checkpoint's
 	// flushes weigh on the slices it falls in, the latency tail above all.
-	Checkpoints int64  `json:"postgres_checkpoints"`
-	Error       string `json:"error,omitempty"`
-	lat         *latencies
+	Checkpoints int64 `json:"postgres_checkpoints"`
+	// Runnable is, for light-busy, the mean number of runnable tasks on
+	// the machine during its slices: how busy the machine was.
+	Runnable        float64 `json:"runnable_tasks,omitempty"`
+	runnableSamples int
+	Error           string `json:"error,omitempty"`
+	lat             *latencies
 }
 
 // defineFlags defines bench's flags, bound to c.
@@ -113,13 +119,14 @@ func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
 	clikit.IntFlag(fs, &o.batch, "batch", 100, 1, "messages per transaction")
 	clikit.IntFlag(fs, &o.conns, "conns", 4, 1, "connections for the ceiling and txinbox scenarios")
 	fs.StringVar(dups, "duplicates", "0,0.3", "comma-separated duplicate shares to measure")
-	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-full-row, ceiling-one-row, seed, seed16, txinbox, declarative, light, "+
+	fs.StringVar(only, "only", "", "comma-separated scenarios to run (ceiling, ceiling-full-row, ceiling-one-row, seed, seed16, txinbox, declarative, light, light-busy, "+
 		"sqlite, e2e-kafka, kafka-watermark, scale-out, purge); default all but purge")
 	c.scaleOut = fs.String("scale-out", "1,2,3", "scale-out: serve process counts in one Kafka group")
 	clikit.Int64Flag(fs, &o.scaleRecords, "scale-out-records", 60_000, 1000, "scale-out: the backlog each drain starts from")
 	clikit.Int64Flag(fs, &o.kafkaRecords, "kafka-records", defaultKafkaRecords, 1000,
 		"e2e-kafka, kafka-watermark: the records each slice pre-produces (it ends when they are handled or its time is up)")
 	clikit.IntFlag(fs, &o.scaleKills, "scale-out-kills", 3, 0, "scale-out: SIGKILLs (each process replaced) during one more drain with the most processes; 0: no such drain")
+	clikit.IntFlag(fs, &o.busy, "busy", 4, 1, "light-busy: CPU-bound processes (each in a session of its own, as other programs) running beside the light load")
 	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
 	clikit.Int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
@@ -208,7 +215,7 @@ func (o *benchOptions) parse(dups, only string) error {
 		}
 		o.dups = append(o.dups, f)
 	}
-	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "sqlite", "e2e-kafka",
+	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "light-busy", "sqlite", "e2e-kafka",
 		"kafka-watermark", "scale-out", "purge"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
@@ -319,6 +326,9 @@ func printFootline(w io.Writer, rep *benchReport) {
 	}
 	if rep.LightLoadP99ms > 0 {
 		fmt.Fprintf(w, "p99 latency at 1,000 msgs/s offered: %.2f ms   ", rep.LightLoadP99ms)
+	}
+	if rep.LightLoadBusyP99ms > 0 {
+		fmt.Fprintf(w, "the same beside CPU-bound processes: %.2f ms (%.1f runnable tasks)   ", rep.LightLoadBusyP99ms, rep.LightLoadBusyRunnable)
 	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   load average: %.1f, %.1f\n", rep.PeakRSSMB, rep.LoadAverage[0], rep.LoadAverage[1])
 }

@@ -17,10 +17,15 @@ type benchReport struct {
 	// first share.
 	Dup30 *headline `json:"-"`
 
-	SeedMsgsPerS   float64  `json:"seed_msgs_per_s"`
-	Seed16MsgsPerS float64  `json:"seed16_msgs_per_s"`
-	LightLoadP99ms float64  `json:"light_load_p99_ms"`
-	TxinboxVsSeed  *float64 `json:"txinbox_vs_seed,omitempty"`
+	SeedMsgsPerS   float64 `json:"seed_msgs_per_s"`
+	Seed16MsgsPerS float64 `json:"seed16_msgs_per_s"`
+	LightLoadP99ms float64 `json:"light_load_p99_ms"`
+	// LightLoadBusyP99ms is the light load's p99 with --busy CPU-bound
+	// processes beside it, LightLoadBusyRunnable the mean runnable tasks
+	// on the machine meanwhile.
+	LightLoadBusyP99ms    float64  `json:"light_load_busy_p99_ms,omitempty"`
+	LightLoadBusyRunnable float64  `json:"light_load_busy_runnable_tasks,omitempty"`
+	TxinboxVsSeed         *float64 `json:"txinbox_vs_seed,omitempty"`
 	// ScaleOut is serve processes in one Kafka group draining a backlog.
 	ScaleOut            []scalePoint   `json:"scale_out,omitempty"`
 	PeakRSSMB           float64        `json:"peak_rss_mb"`
@@ -98,6 +103,8 @@ func (rep *benchReport) recordFirst(key string, r *benchResult) {
 		rep.Seed16MsgsPerS = r.MsgsPerSec
 	case "light":
 		rep.LightLoadP99ms = r.P99ms
+	case "light-busy":
+		rep.LightLoadBusyP99ms, rep.LightLoadBusyRunnable = r.P99ms, r.Runnable
 	}
 	rep.TxinboxVsSeed = ratio(rep.TxinboxMsgsPerS, rep.SeedMsgsPerS)
 }

@@ -54,6 +54,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		{"seed16", "seed", 16, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 16) }},
 		{"txinbox", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxPG(ctx, d) }},
 		{"light", "light-load", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
+		{"light-busy", "light-load busy", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightBusy(ctx, d) }},
 		{"declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.declarative(ctx, d) }},
 		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
 		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
@@ -237,6 +238,10 @@ func (acc *benchResult) merge(r *benchResult) *benchResult {
 		acc.Checkpoints = -1
 	}
 	acc.MsgsPerSec = float64(acc.Messages) / acc.Seconds
+	if n := acc.runnableSamples + r.runnableSamples; n > 0 {
+		acc.Runnable = (acc.Runnable*float64(acc.runnableSamples) + r.Runnable*float64(r.runnableSamples)) / float64(n)
+		acc.runnableSamples = n
+	}
 	acc.lat.samples = append(acc.lat.samples, r.lat.samples...)
 	acc.P50ms, acc.P99ms = acc.lat.percentile(0.50), acc.lat.percentile(0.99)
 	return acc

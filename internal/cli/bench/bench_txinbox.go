@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,4 +183,65 @@ func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult,
 		r.Name = "txinbox-declarative"
 	}
 	return r, err
+}
+
+// lightBusy is lightLoad with --busy CPU-bound processes running beside
+// it: the light load while the machine is busy. The result's Runnable is
+// how busy: the mean number of runnable tasks during the slice.
+func (be *benchEnv) lightBusy(ctx context.Context, dup float64) (*benchResult, error) {
+	stop, err := startBusy(ctx, be.o.busy)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	sctx, cancel := context.WithCancel(ctx)
+	runnable := make(chan float64, 1)
+	go func() { runnable <- sampleRunnable(sctx) }()
+	r, err := be.lightLoad(ctx, dup, 1000)
+	cancel()
+	mean := <-runnable
+	if r != nil {
+		r.Name = fmt.Sprintf("%s, %d busy", r.Name, be.o.busy)
+		r.Runnable, r.runnableSamples = mean, 1
+	}
+	return r, err
+}
+
+// sampleRunnable samples the machine's runnable tasks (procs_running in
+// /proc/stat, this process's threads included) every 50 ms until ctx
+// ends, and returns their mean (0 where /proc/stat cannot be read).
+func sampleRunnable(ctx context.Context) float64 {
+	var sum, n float64
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if n == 0 {
+				return 0
+			}
+			return sum / n
+		case <-t.C:
+			if v, ok := procsRunning(); ok {
+				sum, n = sum+v, n+1
+			}
+		}
+	}
+}
+
+// procsRunning reads procs_running from /proc/stat.
+func procsRunning() (float64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "procs_running "); ok {
+			var v float64
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v, true
+			}
+		}
+	}
+	return 0, false
 }
