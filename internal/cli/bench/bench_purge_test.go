@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,11 +15,6 @@ import (
 // asserted.
 func TestBenchPurgeSmoke(t *testing.T) {
 	testdb.Require(t)
-	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--only", "purge", "--purge-rows", "3000",
-		"--duration", "200ms", "--batch", "10", "--json")
-	if code != 0 {
-		t.Fatalf("bench exited %d: %s", code, errs)
-	}
 	var rep struct {
 		Purge []struct {
 			Mode       string  `json:"mode"`
@@ -31,9 +25,8 @@ func TestBenchPurgeSmoke(t *testing.T) {
 			RowsPerSec float64 `json:"purge_rows_per_s"`
 		} `json:"purge"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
-	}
+	out := benchJSON(t, &rep, "--only", "purge", "--purge-rows", "3000",
+		"--duration", "200ms", "--batch", "10")
 	if len(rep.Purge) != 2 || rep.Purge[0].Mode != "rows" || rep.Purge[1].Mode != "partitions" {
 		t.Fatalf("report = %s", out)
 	}

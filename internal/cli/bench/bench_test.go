@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,12 +13,6 @@ import (
 // effect per inbox row itself). Speed is not asserted here.
 func TestBenchSmoke(t *testing.T) {
 	testdb.Require(t)
-	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--batch", "10", "--json",
-		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
-		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--kafka-records", "5000", "--serve-bin", clitest.Bin())
-	if code != 0 {
-		t.Fatalf("bench exited %d: %s", code, errs)
-	}
 	var rep struct {
 		Ceiling           float64 `json:"ceiling_msgs_per_s"`
 		CeilingOneRow     float64 `json:"ceiling_one_row_msgs_per_s"`
@@ -47,9 +40,9 @@ func TestBenchSmoke(t *testing.T) {
 			Error      string  `json:"error"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
-	}
+	out := benchJSON(t, &rep, "--duration", "600ms", "--rounds", "1", "--batch", "10",
+		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
+		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--kafka-records", "5000", "--serve-bin", clitest.Bin())
 	for name, v := range map[string]float64{"ceiling": rep.Ceiling, "ceiling-one-row": rep.CeilingOneRow, "seed": rep.Seed,
 		"txinbox": rep.Txinbox, "declarative": rep.Declarative, "e2e-kafka": rep.Kafka, "kafka-watermark": rep.Watermark,
 		"ceiling at 30%": rep.Ceiling30, "e2e-kafka at 30%": rep.Kafka30, "declarative at 30%": rep.Declarative30,

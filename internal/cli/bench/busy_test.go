@@ -3,7 +3,6 @@
 package bench_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,11 +17,6 @@ import (
 // tasks runnable), and none of those processes outlives the run.
 func TestBenchLightBusy(t *testing.T) {
 	testdb.Require(t)
-	out, errs, code := run(t, "bench", "--db", testdb.URL(), "--duration", "600ms", "--rounds", "1", "--json",
-		"--only", "light,light-busy", "--duplicates", "0", "--busy", "4")
-	if code != 0 {
-		t.Fatalf("bench exited %d: %s", code, errs)
-	}
 	var rep struct {
 		P99      float64 `json:"light_load_p99_ms"`
 		BusyP99  float64 `json:"light_load_busy_p99_ms"`
@@ -33,9 +27,7 @@ func TestBenchLightBusy(t *testing.T) {
 			Effects  int64  `json:"effects"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
-	}
+	out := benchJSON(t, &rep, "--duration", "600ms", "--rounds", "1", "--only", "light,light-busy", "--duplicates", "0", "--busy", "4")
 	if rep.P99 <= 0 || rep.BusyP99 <= 0 || len(rep.Results) != 2 || rep.Results[1].Name != "light-load 1000/s, 4 busy" || rep.Results[1].Messages == 0 {
 		t.Fatalf("report = %s", out)
 	}
