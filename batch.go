@@ -78,7 +78,9 @@ func (b *batch) refused() bool {
 	return false
 }
 
-func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
+// prepare builds the batch of msgs; with headers, each message's
+// Config.Effect.Headers is encoded (encodesHeaders).
+func (p *Processor[TTx]) prepare(msgs []*Message, headers bool) *batch {
 	b := &batch{slots: make([]slot, len(msgs)), items: make([]*item, 0, len(msgs))}
 	seen := make(map[store.Key]*item, len(msgs))
 	p.fillDefaults(msgs)
@@ -101,10 +103,10 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		} else if bad := validate(m); bad != nil {
 			refuse = &noIDMessage{msg: m, hash: hash, err: bad, reason: "invalid message"}
 		}
-		var headers string
-		if refuse == nil {
+		var encoded string
+		if refuse == nil && headers {
 			var err error
-			if headers, err = p.effectHeaders(m); err != nil {
+			if encoded, err = p.effectHeaders(m); err != nil {
 				refuse = &noIDMessage{msg: m, hash: hash, err: err, reason: "invalid message"}
 			}
 		}
@@ -123,10 +125,10 @@ func (p *Processor[TTx]) prepare(msgs []*Message) *batch {
 		row := store.ClaimRow{Key: key, Source: m.Source, SourcePosition: m.SourcePosition,
 			PartitionKey: m.PartitionKey, PayloadHash: hash, ReceivedAt: m.ReceivedAt}
 		it := &slab[i]
-		*it = item{msg: m, headers: headers}
+		*it = item{msg: m, headers: encoded}
 		// Appended within the capacity: the pointers stay valid.
 		if b.effectRows != nil {
-			b.effectRows = append(b.effectRows, store.EffectRow{ClaimRow: row, Payload: m.Payload, Headers: headers})
+			b.effectRows = append(b.effectRows, store.EffectRow{ClaimRow: row, Payload: m.Payload, Headers: encoded})
 			it.row = &b.effectRows[len(b.effectRows)-1].ClaimRow
 		} else {
 			b.claimRows = append(b.claimRows, row)
@@ -255,6 +257,20 @@ func (b *batch) repeatDrift(now func() store.DriftRow) []store.DriftRow {
 		}
 	}
 	return rows
+}
+
+// encodesHeaders reports whether a batch's messages get their headers
+// encoded for Config.Effect: there is a Headers function, and the store
+// does not know the statements to leave new_messages' payload and
+// headers unread (store.EffectReader).
+func (p *Processor[TTx]) encodesHeaders(ctx context.Context) bool {
+	if p.cfg.Effect == nil || p.cfg.Effect.Headers == nil {
+		return false
+	}
+	if r, ok := p.driver.(store.EffectReader); ok {
+		return r.EffectReadsMessages(ctx, p.cfg.Effect.Statements)
+	}
+	return true
 }
 
 // effectHeaders encodes m's headers for Config.Effect.

@@ -162,6 +162,9 @@ type Effect struct {
 	// Headers encodes a message's headers for the statements (pgstore:
 	// the jsonb column new_messages.headers); a message whose headers it
 	// refuses is dead-lettered with its error, as an invalid message is.
-	// Defaults to nil: the column is NULL.
+	// It is not called when the store knows that the statements read
+	// neither the payload nor the headers (store.EffectReader; pgstore
+	// asks PostgreSQL for the statements' plan): their headers then fail
+	// nothing. Defaults to nil: the column is NULL.
 	Headers func(*Message) (string, error)
 }

@@ -219,7 +219,7 @@ func (p *Processor[TTx]) processSplit(ctx context.Context, msgs []*Message, resu
 // refused: an attempt is counted, then it is dead-lettered like any
 // failure.
 func (p *Processor[TTx]) failAlone(ctx context.Context, m *Message, results []Result, err error) error {
-	b := p.prepare([]*Message{m})
+	b := p.prepare([]*Message{m}, p.encodesHeaders(ctx))
 	if len(b.items) != 1 {
 		return err // refused before any claim: nothing to count
 	}
@@ -254,7 +254,7 @@ func (p *Processor[TTx]) processBatch(ctx context.Context, msgs []*Message, resu
 		}
 	}()
 
-	b := p.prepare(msgs)
+	b := p.prepare(msgs, p.encodesHeaders(ctx))
 	b.cp, b.alone = cp, alone
 	info := BatchInfo{Size: len(msgs)}
 	start := time.Now()

@@ -293,6 +293,15 @@ type EffectClaimer interface {
 	ClaimWithEffect(ctx context.Context, rows []EffectRow, statements []string) ([]ClaimResult, error)
 }
 
+// EffectReader is the optional Driver interface that tells whether an
+// effect's statements read new_messages' payload or headers. When they do
+// not, the processor does not encode the messages' headers
+// (txinbox.Effect.Headers), so a header it would refuse fails nothing.
+// A driver that cannot tell answers true.
+type EffectReader interface {
+	EffectReadsMessages(ctx context.Context, statements []string) bool
+}
+
 // EffectCommitter is the optional Driver interface that runs a
 // declarative effect's claim in autocommit form: one statement, one round
 // trip, committed when it returns; a statement is atomic, so the inbox

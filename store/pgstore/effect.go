@@ -368,6 +368,15 @@ func (d *Driver) CommitEffect(ctx context.Context, rows []store.EffectRow, state
 	return t.afterClaim(ctx, res, v)
 }
 
+var _ store.EffectReader = (*Driver)(nil)
+
+// EffectReadsMessages implements store.EffectReader: PostgreSQL's plan of
+// the statements says whether they read new_messages.payload or
+// .headers (readsPayload); true when it cannot be planned.
+func (d *Driver) EffectReadsMessages(ctx context.Context, statements []string) bool {
+	return d.q.readsPayload(ctx, d.pool, statements)
+}
+
 // CheckEffect prepares the claim statement of a declarative effect once,
 // so that a mistake in the statements (a syntax error, an unknown table
 // or column) shows before the first batch.

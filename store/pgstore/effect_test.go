@@ -263,3 +263,71 @@ func TestDeclarativeCheckpointBadNeighbour(t *testing.T) {
 		t.Errorf("effects %v (%v), want a b c once each", effects, err)
 	}
 }
+
+// TestEffectHeadersOnlyWhenRead: Config.Effect.Headers runs only for
+// statements that read new_messages' payload or headers. A header it
+// refuses then dead-letters its message; with statements that do not
+// read them it fails nothing, in the autocommitted form and in a
+// transaction (a checkpoint's batch with a repeat) alike.
+func TestEffectHeadersOnlyWhenRead(t *testing.T) {
+	d, ctx := driverWithEffects(t, `CREATE TABLE effects (message_id text NOT NULL); CREATE TABLE docs (message_id text, headers jsonb)`)
+	for _, c := range []struct {
+		name, statement string
+		reads           bool
+	}{
+		{"unread", "INSERT INTO effects SELECT message_id FROM new_messages", false},
+		{"read", "INSERT INTO docs SELECT message_id, headers FROM new_messages", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls int
+			p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: c.name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Effect: &txinbox.Effect{Statements: []string{c.statement}, Headers: func(m *txinbox.Message) (string, error) {
+					calls++
+					if m.Header("h") == "bad" {
+						return "", errors.New("refused header")
+					}
+					return `[{"key":"h","value":"` + m.Header("h") + `"}]`, nil
+				}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := func(prefix string) []*txinbox.Message {
+				var msgs []*txinbox.Message
+				for _, h := range []string{"ok", "bad", "fine"} {
+					msgs = append(msgs, &txinbox.Message{ID: prefix + h, Payload: []byte(h), Headers: []txinbox.Header{{Key: "h", Value: h}}})
+				}
+				return msgs
+			}
+			committed := batch("a-")
+			inTx := append(batch("b-"), &txinbox.Message{ID: "b-ok", Payload: []byte("ok"), Headers: []txinbox.Header{{Key: "h", Value: "ok"}}})
+			res, err := p.Process(ctx, committed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res2, err := p.ProcessCheckpoint(ctx, inTx, txinbox.Checkpoint{Source: "t", Partition: c.name, Positions: []int64{1, 2, 3, 4}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range append(res, res2...) {
+				m := append(committed, inTx...)[i]
+				want := txinbox.Processed
+				switch {
+				case i == len(res)+3:
+					want = txinbox.Duplicate // the repeat of b-ok
+				case c.reads && m.Header("h") == "bad":
+					want = txinbox.DeadLettered
+				}
+				if r.Outcome != want {
+					t.Errorf("%s: %v (%v), want %v", m.ID, r.Outcome, r.Err, want)
+				}
+			}
+			if want := map[bool]int{false: 0, true: 7}[c.reads]; calls != want { // the repeat's too
+				t.Errorf("Headers called %d times, want %d", calls, want)
+			}
+		})
+	}
+	docs, err := pgx.CollectRows(must(d.Pool().Query(ctx, `SELECT message_id || ' ' || (headers->0->>'value') FROM docs ORDER BY 1`)), pgx.RowTo[string])
+	if want := "a-fine fine,a-ok ok,b-fine fine,b-ok ok"; err != nil || strings.Join(docs, ",") != want {
+		t.Errorf("docs %v (%v), want %s", docs, err, want)
+	}
+}
