@@ -110,8 +110,27 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 // Pool returns the driver's pool.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
-// Ping implements store.Pinger: one round trip on a pooled connection.
-func (d *Driver) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
+// Ping implements store.Pinger: one round trip on a pooled connection,
+// or on a connection of its own (closed after) when every connection of
+// the pool is taken. Batches whose handlers run for seconds can hold them
+// all, and a ping that waited for one would take the database for gone: a
+// handler that ended its own session would then fail its batch as an
+// outage, again at every delivery. The server refusing that connection
+// for want of slots (too_many_connections) is an answer too.
+func (d *Driver) Ping(ctx context.Context) error {
+	if st := d.pool.Stat(); st.AcquiredConns() < st.MaxConns() {
+		return d.pool.Ping(ctx)
+	}
+	c, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "53300" {
+			return nil
+		}
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the ping's answer is what counts
+	return c.Ping(ctx)
+}
 
 // Tables returns the qualified, quoted table names, for operators' SQL.
 func (d *Driver) Tables() schema.Tables { return d.t }

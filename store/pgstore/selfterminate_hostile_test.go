@@ -3,7 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -159,4 +162,54 @@ func TestOffsetsFirstLossInTheRedoNotBlamed(t *testing.T) {
 	want := each(batch, rows{Effects: 1})
 	want[batch[3]] = rows{Attempts: 1, DeadLetters: 1}
 	e.wantTables(want)
+}
+
+// TestSelfTerminateSaturatedPool: a handler ends its own session while
+// handlers of other batches hold every connection of the pool for longer
+// than the processor waits for the database to answer. The ping must not
+// queue for a pooled connection: the database answers, so the killer is
+// isolated and blamed, and its neighbours commit, instead of the batch
+// failing as an outage (and again at every delivery).
+func TestSelfTerminateSaturatedPool(t *testing.T) {
+	t.Parallel()
+	e := newFenv(t, testdb.Require(t), testdb.URL(), func(c *pgxpool.Config) { c.MaxConns = 2 })
+	const sleep = "SELECT pg_sleep(7)"
+	var startSecond sync.Once
+	sleepers := make(chan error, 2)
+	var p *txinbox.Processor[pgx.Tx]
+	handle := func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+		switch {
+		case strings.HasPrefix(m.ID, "sleeper"):
+			if _, err := tx.Exec(ctx, sleep); err != nil {
+				return err
+			}
+		case m.ID == "killer":
+			// The second sleeper queues for a connection now, and takes
+			// the one this handler's session leaves.
+			startSecond.Do(func() {
+				go func() { _, err := p.Process(e.ctx, messages([]string{"sleeper-2"})); sleepers <- err }()
+				time.Sleep(300 * time.Millisecond)
+			})
+			return terminateOwnBackend(ctx, tx)
+		}
+		return insertEffect(ctx, tx, m)
+	}
+	p = e.processor(nil, txinbox.Config[pgx.Tx]{MaxAttempts: 1, BatchHandler: perMessage(handle)})
+	go func() { _, err := p.Process(e.ctx, messages([]string{"sleeper-1"})); sleepers <- err }()
+	waitUntil(t, "the first sleeper holds a connection", func() (bool, error) {
+		var n int
+		err := e.check.QueryRow(e.ctx, "SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()", sleep).Scan(&n)
+		return n == 1, err
+	})
+	batch := []string{"neighbour-1", "killer", "neighbour-2"}
+	if _, err := p.Process(e.ctx, messages(batch)); err != nil {
+		t.Fatalf("%v (the database answered: no outage)", err)
+	}
+	for range 2 {
+		if err := <-sleepers; err != nil {
+			t.Error(err)
+		}
+	}
+	e.wantTables(map[string]rows{"neighbour-1": processedOnce, "neighbour-2": processedOnce, "killer": {Attempts: 1, DeadLetters: 1},
+		"sleeper-1": processedOnce, "sleeper-2": processedOnce})
 }
