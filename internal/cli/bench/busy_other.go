@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !linux
 
 package bench
 
@@ -8,5 +8,5 @@ import (
 )
 
 func startBusy(context.Context, int) (func(), error) {
-	return nil, errors.New("light-busy: not available on this system")
+	return nil, errors.New("light-busy: only on Linux")
 }

@@ -1,5 +1,3 @@
-//go:build unix
-
 package bench
 
 import (
@@ -12,7 +10,10 @@ import (
 // startBusy starts n CPU-bound processes, each a shell loop in a session
 // of its own, as other programs on the machine are (Linux shares the CPU
 // among sessions first, then among a session's processes: see
-// docs/benchmarks.md). stop kills them and waits for them.
+// docs/benchmarks.md). stop kills them and waits for them. Outside the
+// bench's session, a Ctrl-C does not reach them: they are killed when
+// the bench ends, and by the kernel if it dies (Pdeathsig), so that none
+// is left spinning.
 func startBusy(ctx context.Context, n int) (stop func(), err error) {
 	var cmds []*exec.Cmd
 	stop = func() {
@@ -23,7 +24,7 @@ func startBusy(ctx context.Context, n int) (stop func(), err error) {
 	}
 	for range n {
 		c := exec.CommandContext(ctx, "/bin/sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		if err := c.Start(); err != nil {
 			stop()
 			return nil, fmt.Errorf("light-busy: starting a CPU-bound process: %w", err)
