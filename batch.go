@@ -273,11 +273,9 @@ func (p *Processor[TTx]) encodesHeaders(ctx context.Context) bool {
 	return true
 }
 
-// effectHeaders encodes m's headers for Config.Effect.
+// effectHeaders encodes m's headers for Config.Effect (encodesHeaders
+// said it has a Headers function).
 func (p *Processor[TTx]) effectHeaders(m *Message) (string, error) {
-	if p.cfg.Effect == nil || p.cfg.Effect.Headers == nil {
-		return "", nil
-	}
 	h, err := p.cfg.Effect.Headers(m)
 	if err != nil {
 		return "", fmt.Errorf("txinbox: Config.Effect.Headers: %w", err)

@@ -314,7 +314,7 @@ func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], b *batch, 
 // claimRowsOf are the claim rows of items, b's own when items are all of
 // b's.
 func (b *batch) claimRowsOf(items []*item) []store.ClaimRow {
-	if b.whole(items) && len(b.claimRows) == len(items) {
+	if b.whole(items) {
 		return b.claimRows
 	}
 	rows := make([]store.ClaimRow, len(items))
@@ -327,7 +327,7 @@ func (b *batch) claimRowsOf(items []*item) []store.ClaimRow {
 // effectRowsOf are the claim rows of items with what a declarative effect
 // reads of their messages, b's own when items are all of b's.
 func (b *batch) effectRowsOf(items []*item) []store.EffectRow {
-	if b.whole(items) && len(b.effectRows) == len(items) {
+	if b.whole(items) {
 		return b.effectRows
 	}
 	rows := make([]store.EffectRow, len(items))

@@ -121,7 +121,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 	if st := d.pool.Stat(); st.AcquiredConns() < st.MaxConns() {
 		return d.pool.Ping(ctx)
 	}
-	c, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
+	c, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig) // Config is a copy
 	if err != nil {
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "53300" {
 			return nil

@@ -102,11 +102,12 @@ type benchResult struct {
 	// flushes weigh on the slices it falls in, the latency tail above all.
 	Checkpoints int64 `json:"postgres_checkpoints"`
 	// Runnable is, for light-busy, the mean number of runnable tasks on
-	// the machine during its slices: how busy the machine was.
-	Runnable        float64 `json:"runnable_tasks,omitempty"`
-	runnableSamples int
-	Error           string `json:"error,omitempty"`
-	lat             *latencies
+	// the machine during its slices (the mean of the runnableSlices
+	// slices' means): how busy the machine was.
+	Runnable       float64 `json:"runnable_tasks,omitempty"`
+	runnableSlices int
+	Error          string `json:"error,omitempty"`
+	lat            *latencies
 }
 
 // defineFlags defines bench's flags, bound to c.

@@ -238,9 +238,9 @@ func (acc *benchResult) merge(r *benchResult) *benchResult {
 		acc.Checkpoints = -1
 	}
 	acc.MsgsPerSec = float64(acc.Messages) / acc.Seconds
-	if n := acc.runnableSamples + r.runnableSamples; n > 0 {
-		acc.Runnable = (acc.Runnable*float64(acc.runnableSamples) + r.Runnable*float64(r.runnableSamples)) / float64(n)
-		acc.runnableSamples = n
+	if n := acc.runnableSlices + r.runnableSlices; n > 0 {
+		acc.Runnable = (acc.Runnable*float64(acc.runnableSlices) + r.Runnable*float64(r.runnableSlices)) / float64(n)
+		acc.runnableSlices = n
 	}
 	acc.lat.samples = append(acc.lat.samples, r.lat.samples...)
 	acc.P50ms, acc.P99ms = acc.lat.percentile(0.50), acc.lat.percentile(0.99)

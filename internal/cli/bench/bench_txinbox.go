@@ -202,7 +202,7 @@ func (be *benchEnv) lightBusy(ctx context.Context, dup float64) (*benchResult, e
 	mean := <-runnable
 	if r != nil {
 		r.Name = fmt.Sprintf("%s, %d busy", r.Name, be.o.busy)
-		r.Runnable, r.runnableSamples = mean, 1
+		r.Runnable, r.runnableSlices = mean, 1
 	}
 	return r, err
 }
