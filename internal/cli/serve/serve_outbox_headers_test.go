@@ -101,3 +101,49 @@ func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clik
 		t.Errorf("with sent with headers %v, want %v", h, with)
 	}
 }
+
+// TestEffectSQLHeadersRefusedOnlyWhenRead: through serve's --effect sql
+// wiring (its header encoding, joined to the claim on PostgreSQL), a
+// message whose header key holds a NUL is processed when the statements
+// never read the headers, and dead-lettered, alone, when they do.
+func TestEffectSQLHeadersRefusedOnlyWhenRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Require(t)
+	schema := testdb.NewSchema(t, pool)
+	db := openInbox(t, clikit.DBFlags{URL: testdb.URL(), Schema: schema})
+	keysTable, docsTable := schema+".keys", schema+".docs"
+	if _, err := db.PG.Pool().Exec(ctx, `CREATE TABLE `+keysTable+` (message_id text); CREATE TABLE `+docsTable+` (message_id text, headers jsonb)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		statement string
+		reads     bool
+	}{
+		{"INSERT INTO " + keysTable + " SELECT message_id FROM new_messages", false},
+		{"INSERT INTO " + docsTable + " SELECT message_id, headers FROM new_messages", true},
+	} {
+		cfg := serve.WithSourceEffect(txinbox.Config[pgx.Tx]{Scope: c.statement, MaxAttempts: 1}, serve.EffectSQL, []string{c.statement}, "", false, true,
+			clikit.PGTxExec, "kafka")
+		p, err := txinbox.NewProcessor(db.PG, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Process(ctx, []*txinbox.Message{
+			{ID: "good", Payload: []byte("a"), Headers: []txinbox.Header{{Key: "k", Value: "v"}}},
+			{ID: "nul", Payload: []byte("b"), Headers: []txinbox.Header{{Key: "k\x00", Value: "v"}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]txinbox.Outcome{false: txinbox.Processed, true: txinbox.DeadLettered}[c.reads]
+		if res[0].Outcome != txinbox.Processed || res[1].Outcome != want {
+			t.Errorf("%s: outcomes %v (%v), %v (%v); want processed, %v", c.statement, res[0].Outcome, res[0].Err, res[1].Outcome, res[1].Err, want)
+		}
+	}
+	var keys, docs int
+	if err := db.PG.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM `+keysTable+`), (SELECT count(*) FROM `+docsTable+` WHERE headers->0->>'value' = 'v')`).Scan(&keys, &docs); err != nil ||
+		keys != 2 || docs != 1 {
+		t.Errorf("keys %d, docs %d (%v); want 2 and 1", keys, docs, err)
+	}
+}
