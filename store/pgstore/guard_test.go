@@ -183,3 +183,65 @@ CREATE TABLE children (parent text REFERENCES parents DEFERRABLE INITIALLY DEFER
 		t.Errorf("children = %d, %v; want 6", n, err)
 	}
 }
+
+// TestCommitGuardArmedByCheckpoint: a batch that moves a checkpoint
+// (offsets as the inbox, or a claim that saves the batch's watermark)
+// writes no tx_guard row: the checkpoint's own row arms the guard
+// (migration 007). A handler's COMMIT through its Conn is refused all the
+// same, nothing of its batch commits, and the watermark stops before it.
+func TestCommitGuardArmedByCheckpoint(t *testing.T) {
+	for _, mode := range []string{"offsets", "checkpoint"} {
+		t.Run(mode, func(t *testing.T) {
+			d, ctx := guardedDriver(t)
+			var commitErr error
+			p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+					if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, m.ID); err != nil {
+						return err
+					}
+					if m.ID == "bad" {
+						_, commitErr = tx.Conn().Exec(ctx, "COMMIT")
+					}
+					return nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := []*txinbox.Message{{ID: "a", Payload: []byte("1")}, {ID: "b", Payload: []byte("2")},
+				{ID: "bad", Payload: []byte("3")}, {ID: "d", Payload: []byte("4")}}
+			pos := []int64{10, 11, 12, 13}
+			var res []txinbox.Result
+			if mode == "offsets" {
+				res, _, err = p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: "0", Positions: pos, Saved: -1})
+			} else {
+				res, err = p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[2].Outcome != txinbox.Retry {
+				t.Fatalf("results = %+v, want the culprit to retry", res)
+			}
+			var pe interface{ SQLState() string }
+			if !errors.As(commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains(commitErr.Error(), "only be committed by the processor") {
+				t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", commitErr)
+			}
+			var bad, guard int
+			if err := d.Pool().QueryRow(ctx, d.Tables().Expand("SELECT (SELECT count(*) FROM effects WHERE message_id = 'bad'), (SELECT count(*) FROM {tx_guard})")).Scan(&bad, &guard); err != nil {
+				t.Fatal(err)
+			}
+			if bad != 0 {
+				t.Errorf("the culprit's effect committed %d times, want 0", bad)
+			}
+			if mode == "offsets" && guard != 0 {
+				// The prefix's redo claims nothing either: no message of
+				// this batch writes an inbox row.
+				t.Errorf("%d tx_guard rows, want none (the checkpoint arms the guard)", guard)
+			}
+			cps, err := p.Checkpoints(ctx, "t")
+			if err != nil || cps["0"] != 11 {
+				t.Errorf("checkpoint %v, %v; want 11 (before the culprit)", cps, err)
+			}
+		})
+	}
+}
