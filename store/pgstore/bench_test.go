@@ -28,21 +28,24 @@ func BenchmarkProcess(b *testing.B) {
 // with an effects table.
 func benchDups(b *testing.B, load func(*testing.B, *pgstore.Driver, int)) {
 	for _, dup := range []int{0, 30} {
-		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) {
-			pool := testdb.Require(b)
-			schema := testdb.NewSchema(b, pool)
-			pool = testdb.PoolIn(b, schema, 8)
-			ctx := context.Background()
-			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
-				b.Fatal(err)
-			}
-			d, _ := pgstore.New(pool, pgstore.Options{})
-			if err := d.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			load(b, d, dup)
-		})
+		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) { load(b, benchDriver(b), dup) })
 	}
+}
+
+// benchDriver migrates a driver on a fresh schema with an effects table.
+func benchDriver(b *testing.B) *pgstore.Driver {
+	pool := testdb.Require(b)
+	schema := testdb.NewSchema(b, pool)
+	pool = testdb.PoolIn(b, schema, 8)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	d, _ := pgstore.New(pool, pgstore.Options{})
+	if err := d.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // BenchmarkSeedAlgorithm is the seed's algorithm as written: one
@@ -180,5 +183,77 @@ func runLoadWith(b *testing.B, d *pgstore.Driver, dup int, cfg txinbox.Config[pg
 	// The Go side's CPU time per message (this process: the processor,
 	// pgx and the benchmark's own message building), which the machine's
 	// load moves much less than msgs/s.
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/msg")
+}
+
+// BenchmarkProcessOffsets measures offsets as the inbox: 4 partitions,
+// one worker each, 100 messages per batch moving the partition's
+// checkpoint, a batch handler queuing one effect statement (one round
+// trip per batch). Compare with BenchmarkOneRowCeiling in the same run.
+func BenchmarkProcessOffsets(b *testing.B) {
+	d := benchDriver(b)
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench",
+		BatchHandler: func(_ context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
+			ids := make([]string, len(msgs))
+			for i, m := range msgs {
+				ids[i] = m.ID
+			}
+			return pgstore.Queue(tx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runPartitions(b, func(ctx context.Context, part int, from int64, ids []string) error {
+		msgs, pos := make([]*txinbox.Message, len(ids)), make([]int64, len(ids))
+		for i, id := range ids {
+			msgs[i], pos[i] = &txinbox.Message{ID: id, Payload: []byte("payload")}, from+int64(i)
+		}
+		_, _, err := p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: fmt.Sprint(part),
+			Positions: pos, Saved: from - 1})
+		return err
+	})
+}
+
+// BenchmarkOneRowCeiling is PostgreSQL's limit for BenchmarkProcessOffsets'
+// effect rows alone: one autocommitted insert of 100 rows per batch.
+func BenchmarkOneRowCeiling(b *testing.B) {
+	d := benchDriver(b)
+	runPartitions(b, func(ctx context.Context, _ int, _ int64, ids []string) error {
+		_, err := d.Pool().Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
+		return err
+	})
+}
+
+// runPartitions runs b.N messages in batches of 100 on 4 workers, worker
+// w owning partition w; batch gets the partition, the position of its
+// first message (the partition's next) and the messages' ids.
+func runPartitions(b *testing.B, batch func(ctx context.Context, part int, from int64, ids []string) error) {
+	ctx := context.Background()
+	var next atomic.Int64
+	b.ResetTimer()
+	cpu0 := processCPU()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			var pos int64
+			for {
+				start := next.Add(100) - 100
+				if start >= int64(b.N) {
+					return
+				}
+				ids := make([]string, 0, 100)
+				for i := start; i < min(start+100, int64(b.N)); i++ {
+					ids = append(ids, fmt.Sprint("m-", i))
+				}
+				if err := batch(ctx, w, pos, ids); err != nil {
+					b.Error(err)
+					return
+				}
+				pos += int64(len(ids))
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/msg")
 }

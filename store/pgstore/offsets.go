@@ -19,11 +19,12 @@ var _ store.CheckpointAdvancer = (*pgTx)(nil)
 // UPDATE locks the row: a concurrent transaction of the partition waits,
 // then (READ COMMITTED re-checks the WHERE on the committed row) finds the
 // position moved and matches nothing. Two first checkpoints conflict on
-// the primary key: the second waits, then does nothing. The row it
-// writes arms the commit guard (migration 007) in a batch transaction;
-// when it writes none it answers 0 and no handler runs.
+// the primary key: the second waits, then does nothing. The guard CTE
+// arms the commit guard, as the claim does: this is the first statement
+// of a batch that writes no inbox row.
 func advanceSQL(t schema.Tables) string {
-	return t.Expand(`WITH up AS (UPDATE {checkpoints} SET position = $4, updated_at = now()
+	return t.Expand(guardCTE + `,
+up AS (UPDATE {checkpoints} SET position = $4, updated_at = now()
        WHERE scope = $1 AND source = $2 AND partition = $3 AND position = $5::bigint
        RETURNING 1),
 ins AS (INSERT INTO {checkpoints} (scope, source, partition, position, updated_at)

@@ -215,16 +215,15 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 	q.advance = advanceSQL(t)
 	q.advanceGuarded = advanceGuardedSQL(t)
 	// The claims that also save a planned checkpoint ($8-$11), in the
-	// first statement of a batch (pgTx.PlanCheckpoint). The upsert
-	// always writes the checkpoint's row, which arms the commit guard
-	// (migration 007): these claims write no tx_guard row.
+	// first statement of a batch (pgTx.PlanCheckpoint).
 	guard := t.Expand(guardCTE)
-	cp := t.Expand(`WITH txinbox_checkpoint AS (INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+	cp := t.Expand(`,
+txinbox_checkpoint AS (INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
 VALUES ($8, $9, $10, $11, now())
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at)`)
-	q.claimCP = strings.Replace(q.claim, guard, cp, 1)
-	q.claimClassifyCP = strings.Replace(q.claimClassify, guard, cp, 1)
+	q.claimCP = strings.Replace(q.claim, guard, guard+cp, 1)
+	q.claimClassifyCP = strings.Replace(q.claimClassify, guard, guard+cp, 1)
 	q.checkpoints = t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`)
 	// The partitioned claim inserts into the current period's partition
 	// only keys that no older partition holds. It runs after the
