@@ -20,6 +20,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/internal/testkit"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
@@ -483,7 +484,7 @@ func TestHealthzAnswersDuringTheRetentionCheck(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- srv.Run(ctx) }()
-		base := progress.waitFor(t, regexp.MustCompile(`health and metrics on (http://\S+)`))
+		base := waitForMatch(t, progress, regexp.MustCompile(`health and metrics on (http://\S+)`))
 		if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
 			t.Errorf("during the check: /healthz = %d %q, want 200 ok", code, body)
 		}
@@ -520,31 +521,14 @@ func TestHealthzAnswersDuringTheRetentionCheck(t *testing.T) {
 
 // syncBuffer is a writer (a Progress writer, a logger's) the test reads
 // while the server's goroutines write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
+type syncBuffer = testkit.SyncBuffer
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// waitFor returns the first group of re's first match, waiting up to 10s.
-func (b *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp) string {
+// waitForMatch returns the first group of re's first match in b, waiting
+// up to 10s.
+func waitForMatch(t *testing.T, b *syncBuffer, re *regexp.Regexp) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b.mu.Lock()
-		m := re.FindStringSubmatch(b.b.String())
-		b.mu.Unlock()
-		if m != nil {
+		if m := re.FindStringSubmatch(b.String()); m != nil {
 			return m[1]
 		}
 	}

@@ -39,7 +39,7 @@ func TestRunCancelledDuringTheRetentionCheck(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	base := progress.waitFor(t, regexp.MustCompile(`health and metrics on (http://\S+)`))
+	base := waitForMatch(t, progress, regexp.MustCompile(`health and metrics on (http://\S+)`))
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "hang source") {
 		t.Errorf("during the check: /readyz = %d %s, want 503 naming the check", code, body)
 	}

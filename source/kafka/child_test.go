@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/internal/testkit"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -243,19 +243,4 @@ func (ch *child) waitCrashPoint(t testing.TB, timeout time.Duration) {
 }
 
 // syncBuffer is a child's stderr, read while the child writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.SyncBuffer

@@ -21,6 +21,7 @@ import (
 	"github.com/txinbox/txinbox/internal/cli"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/internal/testdb"
+	"github.com/txinbox/txinbox/internal/testkit"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -79,22 +80,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 }
 
 // syncBuffer is a command's stderr, read after the command returned.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 // startServe runs serve in-process and returns the AS4 URL, a stop
 // function that cancels its context and returns its exit status, and its
