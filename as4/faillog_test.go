@@ -1,31 +1,16 @@
 package as4_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/txinbox/txinbox/internal/testkit"
 )
 
 // lockedBuffer is a log destination for the handler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testkit.SyncBuffer
 
 // TestErrorLogHasNoNilErr: the line of an ebMS error without an
 // underlying error carries no err=<nil>.

@@ -28,12 +28,13 @@ func BenchmarkProcess(b *testing.B) {
 // with an effects table.
 func benchDups(b *testing.B, load func(*testing.B, *pgstore.Driver, int)) {
 	for _, dup := range []int{0, 30} {
-		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) { load(b, benchDriver(b), dup) })
+		b.Run(fmt.Sprintf("dup=%d%%", dup), func(b *testing.B) { load(b, benchDriver(b, pgstore.Options{}), dup) })
 	}
 }
 
-// benchDriver migrates a driver on a fresh schema with an effects table.
-func benchDriver(b *testing.B) *pgstore.Driver {
+// benchDriver migrates a driver with opts on a fresh schema with an
+// effects table.
+func benchDriver(b *testing.B, opts pgstore.Options) *pgstore.Driver {
 	pool := testdb.Require(b)
 	schema := testdb.NewSchema(b, pool)
 	pool = testdb.PoolIn(b, schema, 8)
@@ -41,7 +42,10 @@ func benchDriver(b *testing.B) *pgstore.Driver {
 	if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
 		b.Fatal(err)
 	}
-	d, _ := pgstore.New(pool, pgstore.Options{})
+	d, err := pgstore.New(pool, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := d.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -89,17 +93,8 @@ func BenchmarkSeedAlgorithm(b *testing.B) {
 func BenchmarkProcessPartitioned(b *testing.B) {
 	for _, live := range []int{0, 1, 8, 32} {
 		b.Run(fmt.Sprintf("periods=%d", live), func(b *testing.B) {
-			pool := testdb.Require(b)
-			schema := testdb.NewSchema(b, pool)
-			pool = testdb.PoolIn(b, schema, 8)
-			ctx := context.Background()
-			if _, err := pool.Exec(ctx, "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
-				b.Fatal(err)
-			}
-			d, _ := pgstore.New(pool, pgstore.Options{Partitioned: live > 0})
-			if err := d.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
+			d := benchDriver(b, pgstore.Options{Partitioned: live > 0})
+			pool, ctx := d.Pool(), context.Background()
 			for p := 1; p < live; p++ {
 				if _, err := pool.Exec(ctx, d.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, payload_hash, period)
 					SELECT 'bench', 'old-' || $1::bigint || '-' || g, '\x00', $1::bigint FROM generate_series(1, 20000) g`), p); err != nil {
@@ -191,7 +186,7 @@ func runLoadWith(b *testing.B, d *pgstore.Driver, dup int, cfg txinbox.Config[pg
 // checkpoint, a batch handler queuing one effect statement (one round
 // trip per batch). Compare with BenchmarkOneRowCeiling in the same run.
 func BenchmarkProcessOffsets(b *testing.B) {
-	d := benchDriver(b)
+	d := benchDriver(b, pgstore.Options{})
 	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "bench",
 		BatchHandler: func(_ context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
 			ids := make([]string, len(msgs))
@@ -217,7 +212,7 @@ func BenchmarkProcessOffsets(b *testing.B) {
 // BenchmarkOneRowCeiling is PostgreSQL's limit for BenchmarkProcessOffsets'
 // effect rows alone: one autocommitted insert of 100 rows per batch.
 func BenchmarkOneRowCeiling(b *testing.B) {
-	d := benchDriver(b)
+	d := benchDriver(b, pgstore.Options{})
 	runPartitions(b, func(ctx context.Context, _ int, _ int64, ids []string) error {
 		_, err := d.Pool().Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
 		return err

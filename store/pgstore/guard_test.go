@@ -43,25 +43,35 @@ func driverWithEffects(t *testing.T, ddl string) (*pgstore.Driver, context.Conte
 	return d, ctx
 }
 
-// TestCommitGuardRefusesCommitThroughConn: a COMMIT sent past the guarded
-// pgx.Tx, through its Conn, is refused by the commit guard's trigger and
-// rolls the whole batch back; the culprit fails alone.
-func TestCommitGuardRefusesCommitThroughConn(t *testing.T) {
-	d, ctx := guardedDriver(t)
-	var commitErr error
+// commitsThroughConn is a processor whose handler inserts each message's
+// effect and, for the message "bad", sends COMMIT through the
+// transaction's Conn, past the guarded pgx.Tx; the error of that COMMIT
+// is stored where the second result points.
+func commitsThroughConn(t *testing.T, d *pgstore.Driver) (*txinbox.Processor[pgx.Tx], *error) {
+	t.Helper()
+	commitErr := new(error)
 	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
 			if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, m.ID); err != nil {
 				return err
 			}
 			if m.ID == "bad" {
-				_, commitErr = tx.Conn().Exec(ctx, "COMMIT")
+				_, *commitErr = tx.Conn().Exec(ctx, "COMMIT")
 			}
 			return nil
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, commitErr
+}
+
+// TestCommitGuardRefusesCommitThroughConn: a COMMIT sent past the guarded
+// pgx.Tx, through its Conn, is refused by the commit guard's trigger and
+// rolls the whole batch back; the culprit fails alone.
+func TestCommitGuardRefusesCommitThroughConn(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	p, commitErr := commitsThroughConn(t, d)
 	res, err := p.Process(ctx, []*txinbox.Message{{ID: "a"}, {ID: "bad"}, {ID: "c"}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +80,8 @@ func TestCommitGuardRefusesCommitThroughConn(t *testing.T) {
 		t.Fatalf("results = %+v", res)
 	}
 	var pe interface{ SQLState() string }
-	if !errors.As(commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains(commitErr.Error(), "only be committed by the processor") {
-		t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", commitErr)
+	if !errors.As(*commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains((*commitErr).Error(), "only be committed by the processor") {
+		t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", *commitErr)
 	}
 	var effects, bad int
 	if err := d.Pool().QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE message_id = 'bad') FROM effects").Scan(&effects, &bad); err != nil {
@@ -193,24 +203,14 @@ func TestCommitGuardWithCheckpoint(t *testing.T) {
 	for _, mode := range []string{"offsets", "checkpoint"} {
 		t.Run(mode, func(t *testing.T) {
 			d, ctx := guardedDriver(t)
-			var commitErr error
-			p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-					if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, m.ID); err != nil {
-						return err
-					}
-					if m.ID == "bad" {
-						_, commitErr = tx.Conn().Exec(ctx, "COMMIT")
-					}
-					return nil
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, commitErr := commitsThroughConn(t, d)
 			msgs := []*txinbox.Message{{ID: "a", Payload: []byte("1")}, {ID: "b", Payload: []byte("2")},
 				{ID: "bad", Payload: []byte("3")}, {ID: "d", Payload: []byte("4")}}
 			pos := []int64{10, 11, 12, 13}
-			var res []txinbox.Result
+			var (
+				res []txinbox.Result
+				err error
+			)
 			if mode == "offsets" {
 				res, _, err = p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: "0", Positions: pos, Saved: -1})
 			} else {
@@ -223,8 +223,8 @@ func TestCommitGuardWithCheckpoint(t *testing.T) {
 				t.Fatalf("results = %+v, want the culprit to retry", res)
 			}
 			var pe interface{ SQLState() string }
-			if !errors.As(commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains(commitErr.Error(), "only be committed by the processor") {
-				t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", commitErr)
+			if !errors.As(*commitErr, &pe) || pe.SQLState() != "2D000" || !strings.Contains((*commitErr).Error(), "only be committed by the processor") {
+				t.Errorf("the handler's COMMIT returned %v, want the guard's refusal", *commitErr)
 			}
 			var bad int
 			if err := d.Pool().QueryRow(ctx, "SELECT count(*) FROM effects WHERE message_id = 'bad'").Scan(&bad); err != nil {
