@@ -202,12 +202,20 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 	return clikit.ExitOK
 }
 
+// maxBusy bounds --busy: far more CPU-bound processes than cores.
+const maxBusy = 256
+
 func (o *benchOptions) parse(dups, only string) error {
 	if !clikit.IsPostgresURL(o.db) {
 		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
 	}
 	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 || o.purgeRows < 1 {
 		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns, --rounds and --purge-rows at least 1")
+	}
+	if o.busy > maxBusy {
+		// Each is a process: thousands would only measure the machine's
+		// process table.
+		return fmt.Errorf("--busy must be at most %d, not %d", maxBusy, o.busy)
 	}
 	for _, d := range strings.Split(dups, ",") {
 		var f float64

@@ -72,10 +72,15 @@ func TestBenchSmoke(t *testing.T) {
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--db", "inbox.db"}, {"--db", "postgres://x/y", "--duplicates", "2"}, {"--db", "postgres://x/y", "--only", "magic"},
+		{"--db", "postgres://x/y", "--only", "light-busy", "--busy", "0"},
+		{"--db", "postgres://x/y", "--only", "light-busy", "--busy", "100000"},
 	} {
 		_, errs, code := run(t, append([]string{"bench"}, args...)...)
 		if code != 2 || !strings.Contains(errs, "txinbox bench:") {
 			t.Errorf("bench %v: %d %q", args, code, errs)
+		}
+		if args[len(args)-2] == "--busy" && !strings.Contains(errs, "--busy must be") {
+			t.Errorf("bench %v: %q, want it to name --busy", args, errs)
 		}
 	}
 }
