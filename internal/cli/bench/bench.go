@@ -150,6 +150,11 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 	if err == nil && len(o.scaleOut) == 0 {
 		err = errors.New("--scale-out: give process counts, e.g. 1,2,3")
 	}
+	if err == nil && slices.Max(o.scaleOut) > scaleOutPartitions {
+		// A member beyond the topic's partitions gets none: it would sit
+		// idle in the group and only hold memory and connections.
+		err = fmt.Errorf("--scale-out: at most %d processes (the topic's partitions), not %d", scaleOutPartitions, slices.Max(o.scaleOut))
+	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
 		return clikit.ExitUsage

@@ -74,6 +74,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"--db", "inbox.db"}, {"--db", "postgres://x/y", "--duplicates", "2"}, {"--db", "postgres://x/y", "--only", "magic"},
 		{"--db", "postgres://x/y", "--only", "light-busy", "--busy", "0"},
 		{"--db", "postgres://x/y", "--only", "light-busy", "--busy", "100000"},
+		{"--db", "postgres://x/y", "--only", "scale-out", "--scale-out", "1,9"},
 	} {
 		_, errs, code := run(t, append([]string{"bench"}, args...)...)
 		if code != 2 || !strings.Contains(errs, "txinbox bench:") {
