@@ -207,6 +207,20 @@ func BenchmarkProcessOffsets(b *testing.B) {
 			Positions: pos, Saved: from - 1})
 		return err
 	})
+	wantEffects(b, d)
+}
+
+// wantEffects fails b unless the effects table holds one row per message
+// of the run.
+func wantEffects(b *testing.B, d *pgstore.Driver) {
+	b.Helper()
+	var n int
+	if err := d.Pool().QueryRow(context.Background(), "SELECT count(*) FROM effects").Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	if n != b.N {
+		b.Fatalf("%d effects for %d messages", n, b.N)
+	}
 }
 
 // BenchmarkOneRowCeiling is PostgreSQL's limit for BenchmarkProcessOffsets'
@@ -217,6 +231,7 @@ func BenchmarkOneRowCeiling(b *testing.B) {
 		_, err := d.Pool().Exec(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
 		return err
 	})
+	wantEffects(b, d)
 }
 
 // runPartitions runs b.N messages in batches of 100 on 4 workers, worker
