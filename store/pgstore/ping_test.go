@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -40,16 +39,9 @@ func TestPingSaturatedPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.User, cfg.MaxConns = role, 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	d, err := pgstore.New(pool, pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.ConnConfig.User = role
+	d := driverOfOne(t, cfg)
+	pool := d.Pool()
 	if err := d.Ping(ctx); err != nil {
 		t.Fatalf("ping with a free connection: %v", err)
 	}
@@ -65,7 +57,6 @@ func TestPingSaturatedPool(t *testing.T) {
 	if err := d.Ping(ctx); err != nil {
 		t.Errorf("ping with the pool saturated and the server out of slots: %v, want an answer", err)
 	}
-
 }
 
 // TestPingSaturatedPoolServerGone: with the pool's one connection taken
@@ -78,51 +69,39 @@ func TestPingSaturatedPoolServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pool reaches the server through a forwarder that stops
-	// accepting once the pool holds its connection.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(s, c); s.Close() }() //nolint:errcheck // a copy ends with its connection
-			go func() { io.Copy(c, s); c.Close() }() //nolint:errcheck // a copy ends with its connection
-		}
-	}()
-	cfg.ConnConfig.Host, cfg.ConnConfig.Port = "127.0.0.1", uint16(l.Addr().(*net.TCPAddr).Port)
+	// The pool reaches the server through a proxy, cut once the pool
+	// holds its connection.
+	px := startProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = "127.0.0.1", px.port()
 	cfg.ConnConfig.Fallbacks = nil
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	d, err := pgstore.New(pool, pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := pool.Acquire(ctx)
+	d := driverOfOne(t, cfg)
+	held, err := d.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
-	l.Close()
+	px.cut()
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := d.Ping(pctx); err == nil {
 		t.Error("ping with the pool saturated and the server unreachable: nil, want an error")
 	}
+}
+
+// driverOfOne is a driver on a pool of one connection made with cfg.
+func driverOfOne(t *testing.T, cfg *pgxpool.Config) *pgstore.Driver {
+	t.Helper()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	d, err := pgstore.New(pool, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func isSQLState(err error, code string) bool {
