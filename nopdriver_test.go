@@ -18,7 +18,7 @@ func (nopDriver) Begin(context.Context) (store.Tx[*sql.Tx], error) { return nil,
 func (nopDriver) RecordFailures(context.Context, []store.FailureRow, int) ([]store.FailureResult, error) {
 	return nil, errNop
 }
-func (nopDriver) Checkpoints(context.Context, string, string) (map[string]int64, error) {
+func (nopDriver) Checkpoints(context.Context, string, string) (map[int32]int64, error) {
 	return nil, errNop
 }
 func (nopDriver) IsTransient(error) bool { return false }

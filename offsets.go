@@ -23,15 +23,11 @@ import (
 // stops the prefix: the transaction commits the messages before it and
 // moves the checkpoint to the last of them, never past a Retry.
 
-// OffsetCheckpoint is the partition ProcessOffsets works on.
+// OffsetCheckpoint is the partition ProcessOffsets works on: its
+// Checkpoint (Positions strictly ascending) with the checkpoint as the
+// caller saw it, which the batches move on from.
 type OffsetCheckpoint struct {
-	// Source names the source, e.g. the Kafka topic.
-	Source string
-	// Partition names the partition, e.g. "3".
-	Partition string
-	// Positions are the messages' positions (offsets), aligned with the
-	// messages and strictly ascending.
-	Positions []int64
+	Checkpoint
 	// Saved is the partition's checkpoint as the caller last saw it:
 	// what Checkpoints returned, or the last ProcessOffsets; -1 when none
 	// is saved.
@@ -51,7 +47,8 @@ type OffsetCheckpoint struct {
 
 // ErrCheckpointMoved is returned by ProcessOffsets when the partition's
 // checkpoint is not at OffsetCheckpoint.Saved: another consumer processed
-// the partition since. Nothing of the batch committed; read the
+// the partition since. Nothing of the batch committed (the checkpoint
+// ProcessOffsets returns is where its earlier batches left it); read the
 // checkpoint again with Checkpoints: the messages at or below it are done.
 var ErrCheckpointMoved = errors.New("txinbox: the partition's checkpoint moved (another consumer processed the partition): read it again with Checkpoints")
 
@@ -63,7 +60,9 @@ var errNoAdvancer = errors.New("txinbox: ProcessOffsets: the store's transaction
 // transaction (Config.MaxBatchSize messages) moves the partition's
 // checkpoint with the effects. Messages at or below cp.Saved are
 // Duplicates without running. It returns one Result per message and the
-// checkpoint saved afterwards (cp.Saved if none moved it). A message whose
+// partition's checkpoint as the call left it (cp.Saved if none moved it),
+// with an error too: the Saved of the caller's next call, unless err is
+// ErrCheckpointMoved (then read it again with Checkpoints). A message whose
 // handler fails is a Retry (its attempts counted, dead-lettered after
 // Config.MaxAttempts like any message: the checkpoint then moves past it),
 // and every later message is a Retry without running, so the caller
@@ -109,10 +108,11 @@ func (p *Processor[TTx]) ProcessOffsets(ctx context.Context, msgs []*Message, cp
 
 // offsetBatch is one transaction's messages of ProcessOffsets.
 type offsetBatch struct {
-	src, part string
-	msgs      []*Message
-	pos       []int64
-	res       []Result
+	src  string
+	part int32
+	msgs []*Message
+	pos  []int64
+	res  []Result
 	// first is the index of msgs[0] in ProcessOffsets' messages, for
 	// deadLettered (OffsetCheckpoint.DeadLettered).
 	first        int

@@ -81,16 +81,20 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*Message) ([]Result
 	return p.process(ctx, msgs, nil)
 }
 
-// Checkpoint asks ProcessCheckpoint to record how far one partition of a
-// source has been processed, in the batches' own transactions: a Kafka
-// partition's watermark that survives a lost offset commit.
+// Checkpoint names one partition of a source and the positions of the
+// messages handed with it, so that the batches' own transactions record
+// how far the partition has been processed: a Kafka partition's watermark
+// that survives a lost offset commit. ProcessCheckpoint takes it as it is;
+// ProcessOffsets takes it within an OffsetCheckpoint. Checkpoints reads the
+// saved positions back, keyed by Partition.
 type Checkpoint struct {
 	// Source names the source, e.g. the Kafka topic.
 	Source string
-	// Partition names the partition, e.g. "3".
-	Partition string
+	// Partition numbers the partition within Source, e.g. a Kafka
+	// partition.
+	Partition int32
 	// Positions are the messages' positions (offsets), aligned with the
-	// messages and ascending.
+	// messages and ascending (strictly, for ProcessOffsets).
 	Positions []int64
 }
 
@@ -107,8 +111,8 @@ func (p *Processor[TTx]) ProcessCheckpoint(ctx context.Context, msgs []*Message,
 }
 
 // Checkpoints returns the saved position of each partition of source in
-// the processor's scope.
-func (p *Processor[TTx]) Checkpoints(ctx context.Context, source string) (map[string]int64, error) {
+// the processor's scope, keyed by Checkpoint.Partition.
+func (p *Processor[TTx]) Checkpoints(ctx context.Context, source string) (map[int32]int64, error) {
 	return p.driver.Checkpoints(ctx, p.cfg.Scope, source)
 }
 

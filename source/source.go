@@ -31,11 +31,25 @@ type Processor interface {
 	// ProcessCheckpoint is txinbox.Processor.ProcessCheckpoint.
 	ProcessCheckpoint(ctx context.Context, msgs []*txinbox.Message, cp txinbox.Checkpoint) ([]txinbox.Result, error)
 	// Checkpoints is txinbox.Processor.Checkpoints.
-	Checkpoints(ctx context.Context, source string) (map[string]int64, error)
+	Checkpoints(ctx context.Context, source string) (map[int32]int64, error)
 	// ReportAck is txinbox.Processor.ReportAck.
 	ReportAck(ctx context.Context, info txinbox.AckInfo)
 	// Settings is txinbox.Processor.Settings.
 	Settings() txinbox.Settings
+}
+
+// OffsetProcessor is the optional Processor interface of offsets as the
+// inbox (txinbox.Processor.ProcessOffsets; every *txinbox.Processor has
+// it): a source whose messages' positions are their identity (a Kafka
+// partition's offsets, kafka.OffsetWatermark) writes no inbox row, and the
+// partition's checkpoint, moved in each batch transaction, says which
+// messages are done. The checkpoint ProcessOffsets returns is the one the
+// source passes as OffsetCheckpoint.Saved next time. Without it, such a
+// source refuses to start, naming what it needs; sources keyed otherwise
+// need only Processor.
+type OffsetProcessor interface {
+	// ProcessOffsets is txinbox.Processor.ProcessOffsets.
+	ProcessOffsets(ctx context.Context, msgs []*txinbox.Message, cp txinbox.OffsetCheckpoint) ([]txinbox.Result, int64, error)
 }
 
 // Outcomes counts what became of a source's messages and batches; each

@@ -13,11 +13,13 @@ import (
 	"github.com/txinbox/txinbox/source/sqs"
 )
 
-// Every processor is a source.Processor, and each source offers what its
-// broker can answer.
+// Every processor is a source.Processor and a source.OffsetProcessor, and
+// each source offers what its broker can answer.
 var (
-	_ source.Processor = (*txinbox.Processor[pgx.Tx])(nil)
-	_ source.Processor = (*txinbox.Processor[*sql.Tx])(nil)
+	_ source.Processor       = (*txinbox.Processor[pgx.Tx])(nil)
+	_ source.Processor       = (*txinbox.Processor[*sql.Tx])(nil)
+	_ source.OffsetProcessor = (*txinbox.Processor[pgx.Tx])(nil)
+	_ source.OffsetProcessor = (*txinbox.Processor[*sql.Tx])(nil)
 
 	_ source.Horizoner = (*kafka.Consumer)(nil)
 	_ source.Lagger    = (*kafka.Consumer)(nil)

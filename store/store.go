@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -108,8 +109,9 @@ type Driver[TTx any] interface {
 	// aligned with rows.
 	RecordFailures(ctx context.Context, rows []FailureRow, maxAttempts int) ([]FailureResult, error)
 	// Checkpoints returns the saved position of each partition of source
-	// in scope (see Tx.SaveCheckpoint).
-	Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error)
+	// in scope (see Tx.SaveCheckpoint), keyed by partition number (the
+	// rows' text read with ParsePartition).
+	Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error)
 	// IsTransient reports whether err is a database condition after which
 	// the whole transaction may simply be tried again (deadlock,
 	// serialization failure, a busy database file).
@@ -140,12 +142,35 @@ type Pinger interface {
 }
 
 // Checkpoint is how far one partition of a source has been processed: a
-// Kafka partition's watermark, kept in the inbox database.
+// Kafka partition's watermark, kept in the inbox database. It is the row a
+// store keeps; the processor's callers describe a partition with
+// txinbox.Checkpoint.
 type Checkpoint struct {
-	Scope     string
-	Source    string
-	Partition string
+	Scope  string
+	Source string
+	// Partition numbers the partition within Source (a Kafka partition).
+	// The row keeps it as text: see PartitionText.
+	Partition int32
 	Position  int64
+}
+
+// PartitionText is cp.Partition as its row keeps it. The checkpoints
+// table's partition column is text (its schema predates integer
+// partitions), and this is the one place that text is made; stores write
+// it, and ParsePartition reads it back.
+func (cp Checkpoint) PartitionText() string {
+	return strconv.FormatInt(int64(cp.Partition), 10)
+}
+
+// ParsePartition reads a partition back from the text of a checkpoint row
+// (PartitionText), for Driver.Checkpoints. A row whose text is no
+// partition number is an error naming it: only PartitionText writes rows.
+func ParsePartition(text string) (int32, error) {
+	p, err := strconv.ParseInt(text, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("store: checkpoint row's partition %q is not a partition number", text)
+	}
+	return int32(p), nil
 }
 
 // FailureResult is the answer to one FailureRow.

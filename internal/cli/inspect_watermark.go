@@ -26,16 +26,17 @@ func watermarkState(ctx context.Context, db *clikit.InboxDB, scope, id string) (
 		return "", nil, false, false
 	}
 	topic, partition := rest[:slash], rest[slash+1:]
-	if _, err := strconv.ParseInt(partition, 10, 32); err != nil {
+	part, err := strconv.ParseInt(partition, 10, 32)
+	if err != nil {
 		return "", nil, false, false
 	}
-	var wms map[string]int64
+	var wms map[int32]int64
 	if db.PG != nil {
 		wms, err = db.PG.Checkpoints(ctx, scope, topic)
 	} else {
 		wms, err = db.Lite.Checkpoints(ctx, scope, topic)
 	}
-	wm, found := wms[partition]
+	wm, found := wms[int32(part)]
 	if err != nil || !found {
 		return "", nil, false, false
 	}

@@ -30,7 +30,7 @@ func TestInspectOffsetWatermark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := txinbox.OffsetCheckpoint{Source: "invoices", Partition: "3", Saved: -1}
+	cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "invoices", Partition: 3}, Saved: -1}
 	var msgs []*txinbox.Message
 	for o := range int64(5) {
 		msgs = append(msgs, &txinbox.Message{ID: fmt.Sprint("invoices/3/", o), Payload: []byte("x")})

@@ -24,6 +24,9 @@ import (
 type Consumer struct {
 	cfg  Config
 	proc source.Processor
+	// offsets is proc as a source.OffsetProcessor with OffsetWatermark,
+	// nil with the other keys.
+	offsets source.OffsetProcessor
 	// batch is the processor's MaxBatchSize: a partition's records go
 	// into transactions of at most this many.
 	batch int
@@ -70,7 +73,11 @@ type topicPartition struct {
 
 // partitionState is what the consumer keeps per owned partition.
 type partitionState struct {
-	watermark int64       // last offset known committed in the database; -1: none
+	// watermark is the last offset known committed in the database; -1:
+	// none. With OffsetWatermark it is the checkpoint ProcessOffsets
+	// returned (or read again after ErrCheckpointMoved), the Saved of the
+	// partition's next call.
+	watermark int64
 	failures  int         // consecutive batch transactions that failed
 	failingAt time.Time   // when the first of them failed
 	resume    *time.Timer // ends a pause after a Retry or a failure
@@ -84,11 +91,15 @@ func New(proc source.Processor, cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := proc.(offsetsProcessor); isWatermarkKey(cfg.Key) && !ok {
-		return nil, fmt.Errorf("kafka: %w", &txinbox.ConfigError{Field: "Key",
-			Msg: "OffsetWatermark needs a processor with ProcessOffsets (a *txinbox.Processor)"})
+	var offsets source.OffsetProcessor
+	if isWatermarkKey(cfg.Key) {
+		var ok bool
+		if offsets, ok = proc.(source.OffsetProcessor); !ok {
+			return nil, fmt.Errorf("kafka: %w", &txinbox.ConfigError{Field: "Key",
+				Msg: "OffsetWatermark needs a processor with ProcessOffsets (a source.OffsetProcessor, as a *txinbox.Processor is)"})
+		}
 	}
-	return &Consumer{cfg: cfg, proc: proc, batch: proc.Settings().MaxBatchSize, offsetKeyed: isOffsetKey(cfg.Key),
+	return &Consumer{cfg: cfg, proc: proc, offsets: offsets, batch: proc.Settings().MaxBatchSize, offsetKeyed: isOffsetKey(cfg.Key),
 		parts: map[topicPartition]*partitionState{}, pending: map[topicPartition]kgo.EpochOffset{},
 		pendingAcked: map[topicPartition]int{}, clientSet: make(chan struct{})}, nil
 }

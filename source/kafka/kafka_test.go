@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -108,9 +107,8 @@ func (f *fixture) checkWatermarkAhead(all []string, partitions int32) {
 	for _, id := range all {
 		ends[partitionOf(id, partitions)]++
 	}
-	for p, wm := range wms {
-		part, _ := strconv.Atoi(p)
-		if committed := ends[int32(part)] - lag[int32(part)]; committed < wm+1 {
+	for part, wm := range wms {
+		if committed := ends[part] - lag[part]; committed < wm+1 {
 			return
 		}
 	}

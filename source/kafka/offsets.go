@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -82,18 +81,17 @@ func (c *Consumer) watermarks(ctx context.Context, topic string) (map[int32]int6
 		return nil, fmt.Errorf("listing the end offsets: %w", err)
 	}
 	out := map[int32]int64{}
-	for p, wm := range saved {
-		part, err := strconv.ParseInt(p, 10, 32)
-		end, ok := ends.Lookup(topic, int32(part))
+	for part, wm := range saved {
+		end, ok := ends.Lookup(topic, part)
 		switch {
-		case err != nil || !ok:
+		case !ok:
 			continue
 		case wm >= end.Offset:
 			c.cfg.Logger.WarnContext(ctx, "kafka: ignoring a database watermark at or past the end of its partition (was the topic created again?)",
 				"topic", topic, "partition", part, "watermark", wm, "end", end.Offset)
 			continue
 		}
-		out[int32(part)] = wm
+		out[part] = wm
 	}
 	return out, nil
 }

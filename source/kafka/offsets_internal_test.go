@@ -16,10 +16,10 @@ import (
 // nothing else: watermarks reads nothing but Checkpoints.
 type checkpointsOnly struct {
 	source.Processor
-	saved map[string]int64
+	saved map[int32]int64
 }
 
-func (p checkpointsOnly) Checkpoints(context.Context, string) (map[string]int64, error) {
+func (p checkpointsOnly) Checkpoints(context.Context, string) (map[int32]int64, error) {
 	return p.saved, nil
 }
 
@@ -46,7 +46,7 @@ func TestWatermarksWaitForTheClient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Consumer{cfg: Config{Logger: slog.New(slog.DiscardHandler)}, proc: checkpointsOnly{saved: map[string]int64{"0": 2}},
+	c := &Consumer{cfg: Config{Logger: slog.New(slog.DiscardHandler)}, proc: checkpointsOnly{saved: map[int32]int64{0: 2}},
 		clientSet: make(chan struct{})}
 	type result struct {
 		wms map[int32]int64

@@ -57,7 +57,7 @@ func (c *Consumer) processPartition(ctx context.Context, cl *kgo.Client, p kgo.F
 		if acked > 0 {
 			out.ackedThrough(chunk[acked-1])
 			out.acked += acked
-			c.setWatermark(out.tp, chunk[acked-1].Offset)
+			c.batchCommitted(out.tp, chunk[acked-1].Offset)
 		}
 		if acked < len(chunk) {
 			out.rewind, out.pause = chunk[acked].Offset, pause
@@ -92,6 +92,8 @@ func (c *Consumer) knownDuplicates(tp topicPartition, recs []*kgo.Record) int {
 	return n
 }
 
+// setWatermark moves the partition's watermark up to offset, a database
+// watermark read with Checkpoints.
 func (c *Consumer) setWatermark(tp topicPartition, offset int64) {
 	st := c.state(tp)
 	c.mu.Lock()
@@ -100,18 +102,32 @@ func (c *Consumer) setWatermark(tp topicPartition, offset int64) {
 	st.failures = 0
 }
 
+// batchCommitted records that the partition's records through offset
+// committed: its failures end and, unless ProcessOffsets keeps the
+// watermark (OffsetWatermark: processOffsets), the watermark moves up to
+// offset, where ProcessCheckpoint saved it.
+func (c *Consumer) batchCommitted(tp topicPartition, offset int64) {
+	st := c.state(tp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.offsets == nil {
+		st.watermark = max(st.watermark, offset)
+	}
+	st.failures = 0
+}
+
 // processChunk runs one batch transaction and returns how many leading
 // records were acked and, if not all, how long the partition pauses.
 func (c *Consumer) processChunk(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record) (int, time.Duration) {
 	msgs, positions := c.messages(tp, recs)
+	cp := txinbox.Checkpoint{Source: tp.topic, Partition: tp.partition, Positions: positions}
 	var res []txinbox.Result
 	var err error
-	watermark := isWatermarkKey(c.cfg.Key)
+	watermark := c.offsets != nil
 	if watermark {
-		res, err = c.processOffsets(ctx, cl, tp, recs, msgs, positions)
+		res, err = c.processOffsets(ctx, cl, cp, recs, msgs)
 	} else {
-		res, err = c.proc.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{
-			Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10), Positions: positions})
+		res, err = c.proc.ProcessCheckpoint(ctx, msgs, cp)
 	}
 	if res == nil {
 		res = make([]txinbox.Result, len(recs)) // a usage error: nothing committed

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -24,8 +23,9 @@ import (
 // producer's re-send of an event at a new offset is a new record (use
 // HeaderKey to catch those), and inspect cannot list the processed records
 // one by one, only the partitions' watermarks. It needs a store whose
-// transactions implement store.CheckpointAdvancer (pgstore, sqlitestore).
-// The processor must also have ProcessOffsets (a *txinbox.Processor has).
+// transactions implement store.CheckpointAdvancer (pgstore, sqlitestore),
+// and a processor that is a source.OffsetProcessor (a *txinbox.Processor
+// is).
 var OffsetWatermark Key = watermarkKey{}
 
 type watermarkKey struct{}
@@ -38,42 +38,48 @@ func isWatermarkKey(key Key) bool {
 	return ok
 }
 
-// offsetsProcessor is a processor that keeps offsets as the inbox
-// (txinbox.Processor.ProcessOffsets), which OffsetWatermark needs.
-type offsetsProcessor interface {
-	ProcessOffsets(ctx context.Context, msgs []*txinbox.Message, cp txinbox.OffsetCheckpoint) ([]txinbox.Result, int64, error)
-}
-
-// processOffsets runs one chunk of a partition with offsets as the inbox,
-// from the partition's watermark as this consumer knows it (the database's
-// after its assignment, then what its own batches saved). When another
-// consumer moved the watermark meanwhile, it reads it again: the records
-// at or below it are acked as duplicates on their next fetch.
+// processOffsets runs one chunk of a partition (cp) with offsets as the
+// inbox, from the partition's watermark as this consumer knows it: the
+// database's after its assignment, then the checkpoint ProcessOffsets
+// returned, which becomes the watermark whether or not the chunk
+// committed. When another consumer moved the watermark meanwhile
+// (ErrCheckpointMoved), it is read again: the records at or below it are
+// acked as duplicates on their next fetch.
 //
 // A dead-lettered record is copied to the DeadLetterTopic before the
 // watermark moves past it: once past, nothing would run it again, and a
 // crash between the two would lose the copy. If the copy fails, the
 // record is a Retry: fetched again, dead-lettered again, copied again.
-func (c *Consumer) processOffsets(ctx context.Context, cl *kgo.Client, tp topicPartition, recs []*kgo.Record,
-	msgs []*txinbox.Message, positions []int64) ([]txinbox.Result, error) {
-	cp := txinbox.OffsetCheckpoint{Source: tp.topic, Partition: strconv.FormatInt(int64(tp.partition), 10),
-		Positions: positions, Saved: c.watermark(tp)}
+func (c *Consumer) processOffsets(ctx context.Context, cl *kgo.Client, cp txinbox.Checkpoint, recs []*kgo.Record,
+	msgs []*txinbox.Message) ([]txinbox.Result, error) {
+	tp := topicPartition{cp.Source, cp.Partition}
+	ocp := txinbox.OffsetCheckpoint{Checkpoint: cp, Saved: c.watermark(tp)}
 	if c.cfg.DeadLetterTopic != "" {
-		cp.DeadLettered = func(ctx context.Context, i int, res txinbox.Result) error {
+		ocp.DeadLettered = func(ctx context.Context, i int, res txinbox.Result) error {
 			return c.produceDeadLetter(ctx, cl, recs[i], res.Err)
 		}
 	}
-	res, _, err := c.proc.(offsetsProcessor).ProcessOffsets(ctx, msgs, cp)
+	res, saved, err := c.offsets.ProcessOffsets(ctx, msgs, ocp)
 	if errors.Is(err, txinbox.ErrCheckpointMoved) {
 		// Read as at assignment: a watermark at or past the partition's
 		// end (left by a deleted topic of the same name) is not taken.
 		if wms, rerr := c.watermarks(ctx, tp.topic); rerr == nil {
 			if wm, ok := wms[tp.partition]; ok {
-				c.setWatermark(tp, wm)
+				saved = wm
 			}
 		}
 	}
+	c.keepWatermark(tp, saved)
 	return res, err
+}
+
+// keepWatermark sets the partition's watermark to the checkpoint saved in
+// the database, as ProcessOffsets returned it (or as read again).
+func (c *Consumer) keepWatermark(tp topicPartition, saved int64) {
+	st := c.state(tp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.watermark = saved
 }
 
 // watermark is the partition's watermark as this consumer knows it, -1

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -194,7 +193,7 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 // processes a record, so a final offset commit lost with its connection
 // leaves Kafka's committed offset behind until new records arrive.
 func (b *kafkaBroker) Pending(ctx context.Context) (int, error) {
-	watermarks := map[string]int64{}
+	watermarks := map[int32]int64{}
 	b.mu.Lock()
 	d, scope := b.inbox, b.scope
 	b.mu.Unlock()
@@ -225,7 +224,7 @@ func (b *kafkaBroker) Pending(ctx context.Context) (int, error) {
 	ends.Each(func(o kadm.ListedOffset) {
 		c, _ := committed.Lookup(b.Topic, o.Partition)
 		done := max(c.At, 0)
-		if wm, ok := watermarks[strconv.Itoa(int(o.Partition))]; ok {
+		if wm, ok := watermarks[o.Partition]; ok {
 			done = max(done, wm+1)
 		}
 		lag += o.Offset - done

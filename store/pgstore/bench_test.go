@@ -203,8 +203,8 @@ func BenchmarkProcessOffsets(b *testing.B) {
 		for i, id := range ids {
 			msgs[i], pos[i] = &txinbox.Message{ID: id, Payload: []byte("payload")}, from+int64(i)
 		}
-		_, _, err := p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: fmt.Sprint(part),
-			Positions: pos, Saved: from - 1})
+		_, _, err := p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "t", Partition: int32(part), Positions: pos},
+			Saved: from - 1})
 		return err
 	})
 	wantEffects(b, d)

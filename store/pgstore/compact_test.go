@@ -106,7 +106,7 @@ func TestClaimColumnsRoundTrip(t *testing.T) {
 			})
 		}},
 		{"commit effect", keysEffect, func(rows []store.EffectRow) ([]store.ClaimResult, error) {
-			return d.CommitEffect(ctx, rows, []string{keysEffect}, &store.Checkpoint{Scope: "s", Source: "src", Partition: "0", Position: 1}, time.Now())
+			return d.CommitEffect(ctx, rows, []string{keysEffect}, &store.Checkpoint{Scope: "s", Source: "src", Partition: 0, Position: 1}, time.Now())
 		}},
 		{"commit payload effect", payloadEffect, func(rows []store.EffectRow) ([]store.ClaimResult, error) {
 			return d.CommitEffect(ctx, rows, []string{payloadEffect}, nil, time.Time{})

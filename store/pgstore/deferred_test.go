@@ -76,7 +76,7 @@ func (e *deferredEnv) offsets(p *txinbox.Processor[pgx.Tx], from, n, saved int64
 		pos[i] = from + int64(i)
 	}
 	before := e.trips.n.Load()
-	res, _, err := p.ProcessOffsets(e.ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: "0", Positions: pos, Saved: saved})
+	res, _, err := p.ProcessOffsets(e.ctx, msgs, txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "t", Partition: 0, Positions: pos}, Saved: saved})
 	return res, e.trips.n.Load() - before, err
 }
 
@@ -131,7 +131,7 @@ func TestOffsetsOneRoundTrip(t *testing.T) {
 		t.Errorf("%d effects, want 600", n)
 	}
 	cps, err := queued.Checkpoints(e.ctx, "t")
-	if err != nil || cps["0"] != 599 {
+	if err != nil || cps[0] != 599 {
 		t.Errorf("checkpoint %v, %v; want 599", cps, err)
 	}
 }
@@ -251,7 +251,7 @@ func TestOffsetsDeferredQueuedStatementRefused(t *testing.T) {
 			if n := e.effects(); n != 2 {
 				t.Errorf("%d effects, want 2 (m0, m1)", n)
 			}
-			if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 1 {
+			if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps[0] != 1 {
 				t.Errorf("checkpoint %v, %v; want 1 (before m2)", cps, err)
 			}
 		})
@@ -304,7 +304,7 @@ func TestOffsetsDeferredBeginOnDeadConnection(t *testing.T) {
 	if attempts != 0 {
 		t.Errorf("%d attempts recorded: the dead connection was blamed on a message", attempts)
 	}
-	if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != 19 {
+	if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps[0] != 19 {
 		t.Errorf("checkpoint %v, %v; want 19", cps, err)
 	}
 }

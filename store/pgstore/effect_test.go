@@ -59,10 +59,10 @@ func TestDeclarativeEffect(t *testing.T) {
 	}
 	// With a checkpoint: saved in the claim's transaction (the drift of a
 	// batch must commit with its checkpoint).
-	if _, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{m("e", "E")}, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{6}}); err != nil {
+	if _, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{m("e", "E")}, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: []int64{6}}); err != nil {
 		t.Fatal(err)
 	}
-	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps["0"] != 6 {
+	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps[0] != 6 {
 		t.Errorf("checkpoints %v, %v; want partition 0 at 6", cps, err)
 	}
 	rows, _ := pool.Query(ctx, `SELECT message_id || ':' || convert_from(body, 'UTF8') || ':' || kind FROM effects ORDER BY 1`)
@@ -89,7 +89,7 @@ func TestDeclarativeEffectRefusal(t *testing.T) {
 	}
 	tooOften := txinbox.Permanent(errors.New("delivered 3 times, more than MaxDeliveries (2)"))
 	res, err := p.ProcessCheckpoint(ctx, []*txinbox.Message{{ID: "ok", Payload: []byte("x")},
-		{ID: "refused", Payload: []byte("x"), Refusal: tooOften}}, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{1, 2}})
+		{ID: "refused", Payload: []byte("x"), Refusal: tooOften}}, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: []int64{1, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 			msgs[i], pos[i] = &txinbox.Message{ID: fmt.Sprint("m", id), Payload: []byte(payload)}, int64(from+i)
 		}
 		before := e.trips.n.Load()
-		res, err := p.ProcessCheckpoint(e.ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+		res, err := p.ProcessCheckpoint(e.ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: pos})
 		return res, e.trips.n.Load() - before, err
 	}
 	batch := func(from int, payload string, ids ...int) ([]txinbox.Result, int64) {
@@ -156,7 +156,7 @@ func TestDeclarativeCheckpointRoundTrips(t *testing.T) {
 	}
 	wantState := func(checkpoint int64, effects, drift int) {
 		t.Helper()
-		if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps["0"] != checkpoint {
+		if cps, err := p.Checkpoints(e.ctx, "t"); err != nil || cps[0] != checkpoint {
 			t.Errorf("checkpoints %v, %v; want partition 0 at %d", cps, err, checkpoint)
 		}
 		var n, d int
@@ -240,7 +240,7 @@ func TestDeclarativeCheckpointBadNeighbour(t *testing.T) {
 	for i, id := range ids {
 		msgs[i], pos[i] = &txinbox.Message{ID: id, Payload: []byte("x")}, int64(i+1)
 	}
-	res, err := p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+	res, err := p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: pos})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDeclarativeCheckpointBadNeighbour(t *testing.T) {
 		}
 	}
 	const checkpoint = 5 // every message acked
-	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps["0"] != checkpoint {
+	if cps, err := p.Checkpoints(ctx, "t"); err != nil || cps[0] != checkpoint {
 		t.Errorf("checkpoints %v, %v; want partition 0 at %d (outcomes %v)", cps, err, checkpoint, res)
 	}
 	rows, _ := d.Pool().Query(ctx, "SELECT message_id FROM effects ORDER BY 1")
@@ -304,7 +304,7 @@ func TestEffectHeadersOnlyWhenRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res2, err := p.ProcessCheckpoint(ctx, inTx, txinbox.Checkpoint{Source: "t", Partition: c.name, Positions: []int64{1, 2, 3, 4}})
+			res2, err := p.ProcessCheckpoint(ctx, inTx, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: []int64{1, 2, 3, 4}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -236,7 +236,7 @@ func processIn(e *fenv, p *txinbox.Processor[pgx.Tx], mode string, ids []string)
 	for i := range pos {
 		pos[i] = int64(i)
 	}
-	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: pos, Saved: -1}
+	cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "failures", Partition: 0, Positions: pos}, Saved: -1}
 	return p.ProcessOffsets(e.ctx, messages(ids), cp)
 }
 

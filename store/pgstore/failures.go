@@ -125,11 +125,18 @@ func nonNil(b []byte) []byte {
 }
 
 // Checkpoints returns the saved position of each partition of source.
-func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error) {
+func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error) {
 	rows, _ := d.pool.Query(ctx, d.q.checkpoints, scope, source)
-	out := map[string]int64{}
-	var part string
+	out := map[int32]int64{}
+	var text string
 	var pos int64
-	_, err := pgx.ForEachRow(rows, []any{&part, &pos}, func() error { out[part] = pos; return nil })
-	return out, err
+	_, err := pgx.ForEachRow(rows, []any{&text, &pos}, func() error {
+		part, err := store.ParsePartition(text)
+		out[part] = pos
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

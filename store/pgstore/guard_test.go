@@ -212,9 +212,9 @@ func TestCommitGuardWithCheckpoint(t *testing.T) {
 				err error
 			)
 			if mode == "offsets" {
-				res, _, err = p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Source: "t", Partition: "0", Positions: pos, Saved: -1})
+				res, _, err = p.ProcessOffsets(ctx, msgs, txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "t", Partition: 0, Positions: pos}, Saved: -1})
 			} else {
-				res, err = p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: "0", Positions: pos})
+				res, err = p.ProcessCheckpoint(ctx, msgs, txinbox.Checkpoint{Source: "t", Partition: 0, Positions: pos})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +234,7 @@ func TestCommitGuardWithCheckpoint(t *testing.T) {
 				t.Errorf("the culprit's effect committed %d times, want 0", bad)
 			}
 			cps, err := p.Checkpoints(ctx, "t")
-			if err != nil || cps["0"] != 11 {
+			if err != nil || cps[0] != 11 {
 				t.Errorf("checkpoint %v, %v; want 11 (before the culprit)", cps, err)
 			}
 		})

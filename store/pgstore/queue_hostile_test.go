@@ -272,7 +272,7 @@ func TestQueueCheckpointStopsBeforeFailure(t *testing.T) {
 		}
 		return nil
 	}})
-	res, err := p.ProcessCheckpoint(e.ctx, messages(batch), txinbox.Checkpoint{Source: "k", Partition: "0", Positions: []int64{10, 11, 12, 13}})
+	res, err := p.ProcessCheckpoint(e.ctx, messages(batch), txinbox.Checkpoint{Source: "k", Partition: 0, Positions: []int64{10, 11, 12, 13}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestQueueCheckpointStopsBeforeFailure(t *testing.T) {
 	if !errors.As(res[2].Err, &qe) {
 		t.Errorf("the culprit's error %v is no *store.QueuedStatementError", res[2].Err)
 	}
-	if cps, err := p.Checkpoints(e.ctx, "k"); err != nil || cps["0"] != 11 {
+	if cps, err := p.Checkpoints(e.ctx, "k"); err != nil || cps[0] != 11 {
 		t.Errorf("checkpoints %v, %v; want partition 0 at 11 (before the Retry)", cps, err)
 	}
 }
@@ -365,7 +365,7 @@ func TestQueueRollbackOffsets(t *testing.T) {
 		}
 		return pgstore.Queue(tx, queueEffect, m.Scope, m.ID)
 	}})
-	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3}, Saved: -1}
+	cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "failures", Partition: 0, Positions: []int64{0, 1, 2, 3}}, Saved: -1}
 	res, saved, err := p.ProcessOffsets(e.ctx, messages(batch), cp)
 	if err != nil || saved != 3 || res[1].Outcome != txinbox.DeadLettered {
 		t.Fatalf("ProcessOffsets: %v, saved %d, %v; want the culprit dead-lettered, saved at 3", res, saved, err)

@@ -73,17 +73,17 @@ CREATE TABLE effects (message_id text NOT NULL CHECK (refuse(message_id)))`)
 			t.Errorf("%v: %v, want %v", c.ids, got, c.want)
 		}
 	}
-	res, err := pb.ProcessCheckpoint(ctx, m("g", "h"), txinbox.Checkpoint{Source: "t", Partition: "0", Positions: []int64{7, 8}})
+	res, err := pb.ProcessCheckpoint(ctx, m("g", "h"), txinbox.Checkpoint{Source: "t", Partition: 0, Positions: []int64{7, 8}})
 	if err != nil || res[1].Outcome != P {
 		t.Fatalf("with a checkpoint: %v, %v", res, err)
 	}
-	if cps, err := pb.Checkpoints(ctx, "t"); err != nil || cps["0"] != 8 {
+	if cps, err := pb.Checkpoints(ctx, "t"); err != nil || cps[0] != 8 {
 		t.Errorf("checkpoints %v, %v; want partition 0 at 8", cps, err)
 	}
 	// Offsets as the inbox: the prefix before the failing statement's
 	// message commits, with the checkpoint; it is a Retry, dead-lettered
 	// after its attempts, and the checkpoint then moves past it.
-	ocp := txinbox.OffsetCheckpoint{Source: "o", Partition: "0", Positions: []int64{1, 2, 3}, Saved: -1}
+	ocp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "o", Partition: 0, Positions: []int64{1, 2, 3}}, Saved: -1}
 	ores, saved, err := pb.ProcessOffsets(ctx, m("o1", "poison3", "o3"), ocp)
 	if err != nil || ores[0].Outcome != P || ores[1].Outcome != X || saved < 2 {
 		t.Fatalf("offsets: %v, saved %d, %v", ores, saved, err)

@@ -155,7 +155,7 @@ func TestOffsetsFirstLossInTheRedoNotBlamed(t *testing.T) {
 		}
 		return nil
 	}})
-	cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Positions: []int64{0, 1, 2, 3, 4}, Saved: -1}
+	cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "failures", Partition: 0, Positions: []int64{0, 1, 2, 3, 4}}, Saved: -1}
 	if _, _, err := p.ProcessOffsets(e.ctx, messages(batch), cp); err != nil {
 		t.Fatalf("ProcessOffsets: %v (the database answers: no outage)", err)
 	}

@@ -104,7 +104,7 @@ func TestOffsetsHandlerTerminatingItsBackend(t *testing.T) {
 			t.Fatalf("after 5 deliveries the checkpoint is at %d, want 4 (outcomes %v)", saved, outcomes)
 		}
 		var msgs []*txinbox.Message
-		cp := txinbox.OffsetCheckpoint{Source: "failures", Partition: "0", Saved: saved}
+		cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "failures", Partition: 0}, Saved: saved}
 		for i := saved + 1; i < 5; i++ {
 			msgs = append(msgs, messages(batch[i : i+1])[0])
 			cp.Positions = append(cp.Positions, i)

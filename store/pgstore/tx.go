@@ -310,7 +310,7 @@ func (t *pgTx) takePlan() *store.Checkpoint {
 // checkpointArgs are the parameters of a checkpoint's row, in the order
 // the statements that save one take them.
 func checkpointArgs(cp *store.Checkpoint) []any {
-	return []any{cp.Scope, cp.Source, cp.Partition, cp.Position}
+	return []any{cp.Scope, cp.Source, cp.PartitionText(), cp.Position}
 }
 
 // newClaimArgs are a claim's parameters $1-$7 (batchRows): columns of v,
@@ -656,7 +656,7 @@ func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 		if *t.saved == cp {
 			return nil // the claim saved it
 		}
-		return fmt.Errorf("pgstore: the claim saved checkpoint %d of %s/%s, the batch ends at %d", t.saved.Position,
+		return fmt.Errorf("pgstore: the claim saved checkpoint %d of %s/%d, the batch ends at %d", t.saved.Position,
 			cp.Source, cp.Partition, cp.Position)
 	}
 	if err := t.begin(ctx); err != nil {

@@ -238,17 +238,21 @@ func limit(f store.ListFilter) int {
 }
 
 // Checkpoints returns the saved position of each partition of source.
-func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[string]int64, error) {
+func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error) {
 	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = ? AND source = ?`), scope, source)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[int32]int64{}
 	for rows.Next() {
-		var part string
+		var text string
 		var pos int64
-		if err := rows.Scan(&part, &pos); err != nil {
+		if err := rows.Scan(&text, &pos); err != nil {
+			return nil, err
+		}
+		part, err := store.ParsePartition(text)
+		if err != nil {
 			return nil, err
 		}
 		out[part] = pos

@@ -15,7 +15,7 @@ var _ store.CheckpointAdvancer = (*sqliteTx)(nil)
 func (t *sqliteTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previous int64) (bool, error) {
 	now := formatTime(time.Now())
 	res, err := t.tx.ExecContext(ctx, t.q.t.Expand(`UPDATE {checkpoints} SET position = ?, updated_at = ?
-WHERE scope = ? AND source = ? AND partition = ? AND position = ?`), cp.Position, now, cp.Scope, cp.Source, cp.Partition, previous)
+WHERE scope = ? AND source = ? AND partition = ? AND position = ?`), cp.Position, now, cp.Scope, cp.Source, cp.PartitionText(), previous)
 	if err != nil {
 		return false, err
 	}
@@ -23,7 +23,7 @@ WHERE scope = ? AND source = ? AND partition = ? AND position = ?`), cp.Position
 		return n == 1, err
 	}
 	res, err = t.tx.ExecContext(ctx, t.q.t.Expand(`INSERT INTO {checkpoints} (scope, source, partition, position, updated_at)
-VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, source, partition) DO NOTHING`), cp.Scope, cp.Source, cp.Partition, cp.Position, now)
+VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, source, partition) DO NOTHING`), cp.Scope, cp.Source, cp.PartitionText(), cp.Position, now)
 	if err != nil {
 		return false, err
 	}

@@ -212,6 +212,6 @@ func (t *sqliteTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) erro
 VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (scope, source, partition) DO UPDATE
    SET position = max(c.position, excluded.position), updated_at = excluded.updated_at`),
-		cp.Scope, cp.Source, cp.Partition, cp.Position, formatTime(time.Now()))
+		cp.Scope, cp.Source, cp.PartitionText(), cp.Position, formatTime(time.Now()))
 	return err
 }

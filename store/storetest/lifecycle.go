@@ -25,7 +25,7 @@ func testCheckpoint[TTx any](f *fixture[TTx]) {
 		return nil
 	})
 	batch := func(from, to int64) ([]*txinbox.Message, txinbox.Checkpoint) {
-		cp := txinbox.Checkpoint{Source: "invoices", Partition: "3"}
+		cp := txinbox.Checkpoint{Source: "invoices", Partition: 3}
 		var msgs []*txinbox.Message
 		for o := from; o <= to; o++ {
 			msgs = append(msgs, msg(fmt.Sprint("off-", o), "x"))
@@ -39,7 +39,7 @@ func testCheckpoint[TTx any](f *fixture[TTx]) {
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		if got["3"] != pos {
+		if got[3] != pos {
 			f.t.Errorf("checkpoint = %v, want partition 3 at %d", got, pos)
 		}
 	}

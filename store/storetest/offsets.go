@@ -11,7 +11,7 @@ import (
 // offsetMsgs are messages of partition "3" of "invoices" at positions
 // from..to, with their checkpoint as the caller saw it.
 func offsetMsgs(from, to, saved int64) ([]*txinbox.Message, txinbox.OffsetCheckpoint) {
-	cp := txinbox.OffsetCheckpoint{Source: "invoices", Partition: "3", Saved: saved}
+	cp := txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Source: "invoices", Partition: 3}, Saved: saved}
 	var msgs []*txinbox.Message
 	for o := from; o <= to; o++ {
 		msgs = append(msgs, msg(fmt.Sprint("invoices/3/", o), "x"))
@@ -26,7 +26,7 @@ func (f *fixture[TTx]) wantCheckpoint(p *txinbox.Processor[TTx], want int64) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if pos, ok := got["3"]; !ok && want >= 0 || ok && pos != want {
+	if pos, ok := got[3]; !ok && want >= 0 || ok && pos != want {
 		f.t.Errorf("checkpoint = %v, want partition 3 at %d", got, want)
 	}
 }
@@ -80,7 +80,7 @@ func testOffsets[TTx any](f *fixture[TTx]) {
 	wantOutcomes(f.t, res, txinbox.Processed, txinbox.Processed, txinbox.Processed, txinbox.Processed)
 	f.wantEffects(effectsOf("invoices/3/10", "invoices/3/11", "invoices/3/12", "invoices/3/13", "invoices/3/14",
 		"invoices/3/15", "invoices/3/16", "invoices/3/17"))
-	if _, _, err := p.ProcessOffsets(f.ctx, msgs[1:], txinbox.OffsetCheckpoint{Positions: []int64{3, 2, 1}}); err == nil {
+	if _, _, err := p.ProcessOffsets(f.ctx, msgs[1:], txinbox.OffsetCheckpoint{Checkpoint: txinbox.Checkpoint{Positions: []int64{3, 2, 1}}}); err == nil {
 		f.t.Error("ProcessOffsets with positions not ascending succeeded")
 	}
 }
