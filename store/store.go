@@ -1,10 +1,3 @@
-// Package store is the storage seam of txinbox: the small interface that the
-// processor calls and that each database driver (pgstore, sqlitestore)
-// implements, generic over the driver's own transaction type.
-//
-// The package depends on nothing else of txinbox, so drivers never import the
-// core and the core never imports a driver. Rows here are plain data; the
-// processor turns its Messages into them.
 package store
 
 import (
