@@ -60,21 +60,21 @@ func (c *Consumer) processOffsets(ctx context.Context, cl *kgo.Client, cp txinbo
 		}
 	}
 	res, saved, err := c.offsets.ProcessOffsets(ctx, msgs, ocp)
+	c.keepWatermark(tp, saved)
 	if errors.Is(err, txinbox.ErrCheckpointMoved) {
 		// Read as at assignment: a watermark at or past the partition's
 		// end (left by a deleted topic of the same name) is not taken.
 		if wms, rerr := c.watermarks(ctx, tp.topic); rerr == nil {
 			if wm, ok := wms[tp.partition]; ok {
-				saved = wm
+				c.setWatermark(tp, wm)
 			}
 		}
 	}
-	c.keepWatermark(tp, saved)
 	return res, err
 }
 
 // keepWatermark sets the partition's watermark to the checkpoint saved in
-// the database, as ProcessOffsets returned it (or as read again).
+// the database, as ProcessOffsets returned it.
 func (c *Consumer) keepWatermark(tp topicPartition, saved int64) {
 	st := c.state(tp)
 	c.mu.Lock()

@@ -135,8 +135,5 @@ func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int
 		out[part] = pos
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
