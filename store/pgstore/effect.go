@@ -377,9 +377,10 @@ func (d *Driver) EffectReadsMessages(ctx context.Context, statements []string) b
 	return d.q.readsPayload(ctx, d.pool, statements)
 }
 
-// CheckEffect prepares the claim statement of a declarative effect once,
-// so that a mistake in the statements (a syntax error, an unknown table
-// or column) shows before the first batch.
+// CheckEffect implements store.EffectChecker: it prepares the claim
+// statement of a declarative effect once, so that a mistake in the
+// statements (a syntax error, an unknown table or column) shows before
+// the first batch.
 func (d *Driver) CheckEffect(ctx context.Context, statements []string) error {
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {

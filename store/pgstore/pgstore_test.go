@@ -26,8 +26,13 @@ var harness = newHarness("pgstore", false)
 // newHarness adapts pgstore to the conformance suite; partitioned migrates
 // the partitioned layout, which the child processes then detect.
 func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
+	effect := "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
+	if partitioned {
+		effect = "" // no declarative effect on the partitioned layout
+	}
 	return storetest.Harness[pgx.Tx]{
-		Name: name,
+		Name:            name,
+		EffectStatement: effect,
 		New: func(t *testing.T) (store.Driver[pgx.Tx], string) {
 			admin := testdb.Require(t)
 			schema := testdb.NewSchema(t, admin)

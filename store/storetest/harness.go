@@ -30,6 +30,13 @@ type Harness[TTx any] struct {
 	// nil if the inbox has no such row.
 	InboxPayloadHash func(t *testing.T, d store.Driver[TTx], scope, id string) []byte
 
+	// EffectStatement is a declarative effect's statement
+	// (txinbox.Config.Effect) that writes the effect row InsertEffect
+	// writes, for each of new_messages. Empty for a store without
+	// declarative effects: DriftRuleSQLAndGoAgree then runs the Go path
+	// only.
+	EffectStatement string
+
 	// The hostile handlers' tools (hostile.go); without them that part
 	// of the suite is skipped.
 

@@ -162,6 +162,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"OffsetsAsTheInbox", testOffsets[TTx]},
 		{"OffsetsDeadLetterMovesPast", testOffsetsDeadLetter[TTx]},
 		{"OffsetsFenced", testOffsetsFenced[TTx]},
+		{"DriftRuleSQLAndGoAgree", testDriftRuleAgrees[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

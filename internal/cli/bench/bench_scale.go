@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/internal/cli/demo"
-	"github.com/txinbox/txinbox/internal/cli/serve"
 )
 
 // scalePoint is serve processes in one Kafka consumer group over one
@@ -261,7 +261,7 @@ func (be *benchEnv) startServe(seeds []string, topic, group string) (*serveChild
 	cmd := exec.Command(be.o.serveBin, "serve", "--db", be.o.db, "--schema", be.schema,
 		"--kafka-brokers", strings.Join(seeds, ","), "--kafka-topics", topic, "--kafka-group", group,
 		"--kafka-key", "header:"+demo.KafkaHeader, "--kafka-scope", "bench", "--kafka-session-timeout", "6s",
-		"--effect", serve.EffectSQL, "--effect-sql", strings.Replace(benchEffectSQL, "effects", be.schema+".effects", 1), "--no-purge", "--accept-short-retention")
+		"--effect", string(effect.SQL), "--effect-sql", strings.Replace(benchEffectSQL, "effects", be.schema+".effects", 1), "--no-purge", "--accept-short-retention")
 	// The serve processes are configured by these flags alone: serve reads
 	// TXINBOX_* variables as flags (another source, another database).
 	for _, kv := range os.Environ() {

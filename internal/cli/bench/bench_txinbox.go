@@ -16,8 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/cli/clikit"
-	"github.com/txinbox/txinbox/internal/cli/serve"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -172,8 +171,12 @@ const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, me
 // declarative is the processor with the effect given as SQL, as serve
 // --effect sql runs it: joined to the claim's statement, no Go handler.
 func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
-	cfg := serve.WithSourceEffect(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, serve.EffectSQL, []string{benchEffectSQL}, "", false, true, clikit.PGTxExec, "bench")
+	eff, err := effect.New(ctx, be.driver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}})
+	if err != nil {
+		return nil, err
+	}
+	cfg := eff.Apply(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "bench")
 	p, err := txinbox.NewProcessor(be.driver, cfg)
 	if err != nil {
 		return nil, err

@@ -14,8 +14,10 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/as4/as4effect"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
@@ -183,7 +185,7 @@ func (o serveOptions) validate() error {
 		return o.AS4Security.check()
 	case o.AS4RequireSignature && o.AS4Security.Trust == "":
 		return errors.New("--as4-require-signature needs --as4-trust: only a verified signature counts")
-	case o.AS4Listen != "" && o.Effect == EffectSQL && setBased(o.EffectSQL):
+	case o.AS4Listen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
 		return errors.New("--effect-sql: the AS4 endpoint runs its statements per message, where new_messages does not exist: " +
 			"give statements with $N parameters (see txinbox serve -h) or run the AS4 endpoint in a serve of its own")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
@@ -218,8 +220,8 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	o.ops.register(fs)
 	o.Relay.register(fs, env, "relay-")
 	o.sources.register(fs)
-	fs.StringVar(&o.Effect, "effect", effectNone, "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
-	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+sqlParams)
+	fs.StringVar(&o.Effect, "effect", string(effect.None), "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
+	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+effect.Params)
 	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
 }
 
@@ -252,7 +254,7 @@ func (o *serveOptions) validateFlags() error {
 	if err := o.validateListed(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
 		return err
 	}
-	return validateEffect(o.Effect, o.EffectSQL)
+	return o.effectSpec().Validate()
 }
 
 func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
@@ -274,11 +276,11 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 		return clikit.ExitFailure
 	}
 	if db.PG != nil {
-		return serveWith[pgx.Tx](ctx, env, &o, db, db.PG, clikit.PGTxExec, func(ctx context.Context) (as4.Store[pgx.Tx], error) {
+		return serveWith[pgx.Tx](ctx, env, &o, db, db.PG, func(ctx context.Context) (as4.Store[pgx.Tx], error) {
 			return pgAS4(ctx, db, &o)
 		})
 	}
-	return serveWith[*sql.Tx](ctx, env, &o, db, db.Lite, clikit.SQLTxExec, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
+	return serveWith[*sql.Tx](ctx, env, &o, db, db.Lite, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
 		return sqliteAS4(ctx, db, &o)
 	})
 }
@@ -302,8 +304,12 @@ func sqliteAS4(ctx context.Context, db *clikit.InboxDB, o *serveOptions) (as4.St
 
 // serveWith builds the service and runs it until ctx is done.
 func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx],
-	exec clikit.TxExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error)) int {
-	if err := checkStatements(ctx, db, o.EffectSQL); err != nil {
+	newAS4 func(context.Context) (as4.Store[TTx], error)) int {
+	eff, err := newEffect(ctx, o, db, driver)
+	if err == nil {
+		err = checkEffect(ctx, eff, db)
+	}
+	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 		return clikit.ExitUsage
 	}
@@ -314,7 +320,7 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 		return clikit.ExitUsage
 	}
 	defer stopTraces() // after the sources stopped: their last spans are flushed
-	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, exec, newAS4, logger, tp)
+	srv, closeAll, code, err := buildServer(ctx, env, o, db, driver, eff, newAS4, logger, tp)
 	defer closeAll() // after the server stopped: the batches in flight commit
 	if stoppedStarting(ctx, env, "txinbox serve", err) {
 		return clikit.ExitOK
@@ -341,7 +347,7 @@ func stoppedStarting(ctx context.Context, env *clikit.Env, cmd string, err error
 // the AS4 endpoint and the broker sources added; closeAll closes what it
 // opened, once the server stopped. code is the exit status of err.
 func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx],
-	exec clikit.TxExecFunc[TTx], newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger,
+	eff *effect.Effect[TTx], newAS4 func(context.Context) (as4.Store[TTx], error), logger *slog.Logger,
 	tp trace.TracerProvider) (srv *server.Server, closeAll func(), code int, err error) {
 	var closers []func()
 	closeAll = func() {
@@ -364,13 +370,13 @@ func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions,
 		return nil, closeAll, clikit.ExitUsage, err
 	}
 	if as4Store != nil {
-		h, err := addAS4(srv, o, db, driver, exec, as4Store, logger)
+		h, err := addAS4(srv, o, driver, eff, as4Store, logger)
 		if err != nil {
 			return nil, closeAll, clikit.ExitUsage, err
 		}
 		closers = append(closers, func() { h.Close() })
 	}
-	closeSources, err := addSources(ctx, srv, o, db, driver, exec, env, logger)
+	closeSources, err := addSources(ctx, srv, o, db, driver, eff, env, logger)
 	if err != nil {
 		return nil, closeAll, clikit.ExitUsage, err
 	}
@@ -400,7 +406,7 @@ func serveExit(env *clikit.Env, err error) int {
 }
 
 // addAS4 creates the AS4 endpoint's handler over st and adds it to srv.
-func addAS4[TTx any](srv *server.Server, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx], exec clikit.TxExecFunc[TTx],
+func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TTx], eff *effect.Effect[TTx],
 	st as4.Store[TTx], logger *slog.Logger) (*as4.Handler[TTx], error) {
 	agreements, err := o.agreements()
 	if err != nil {
@@ -412,7 +418,7 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, db *clikit.InboxDB, dr
 	}
 	h, err := as4.New(driver, as4.Config[TTx]{
 		Security: sec, Store: st, Inbox: txinbox.Config[TTx]{Scope: o.Scope, Logger: logger, Hooks: srv.RequestHooks()}, Logger: logger,
-		Deliver:      serveDeliver(o.Effect, o.EffectSQL, db.OutboxTable(), exec),
+		Deliver:      as4effect.Deliver(eff),
 		MaxBodyBytes: o.AS4MaxBody, AcceptUnverifiedSecurity: o.AS4AcceptUnverifiedSecurity,
 		MaxConcurrentRequests: o.AS4MaxConcurrent, MaxDecompressedBytes: o.AS4MaxDecompressed, Agreements: agreements,
 	})

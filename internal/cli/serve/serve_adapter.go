@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
@@ -66,9 +67,7 @@ func (a sourceAdapter) RedeliveryHorizons(ctx context.Context) ([]source.Horizon
 // configured effect, and adds them to srv; the returned function closes
 // them once the server stopped.
 func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOptions, db *clikit.InboxDB, driver store.Driver[TTx],
-	exec clikit.TxExecFunc[TTx], env *clikit.Env, logger *slog.Logger) (func(), error) {
-	outboxHeaders := o.Effect == effectOutbox && outboxHasHeaders(ctx, db)
-	joinEffect := effectJoinable(ctx, db)
+	eff *effect.Effect[TTx], env *clikit.Env, logger *slog.Logger) (func(), error) {
 	var built []*serveSource
 	closeAll := func() {
 		for _, s := range built {
@@ -82,8 +81,7 @@ func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOption
 		}
 		srcs, err := buildSources(f, sourceEnv[TTx]{driver: driver, logger: lg, getenv: env.Getenv,
 			inbox: func(kind, scope string) txinbox.Config[TTx] {
-				return WithSourceEffect(txinbox.Config[TTx]{Scope: scope, Logger: lg, Hooks: srv.Hooks()},
-					o.Effect, o.EffectSQL, db.OutboxTable(), outboxHeaders, joinEffect, exec, kind)
+				return eff.Apply(txinbox.Config[TTx]{Scope: scope, Logger: lg, Hooks: srv.Hooks()}, kind)
 			}})
 		built = append(built, srcs...)
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
-	"github.com/txinbox/txinbox/internal/cli/serve"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
@@ -41,7 +41,7 @@ func TestOutboxEffectWithoutHeadersStoresNull(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		db := openInbox(t, clikit.DBFlags{URL: filepath.Join(t.TempDir(), "inbox.db")})
-		outboxHeadersRoundTrip[*sql.Tx](t, ctx, db, db.Lite, clikit.SQLTxExec, false)
+		outboxHeadersRoundTrip[*sql.Tx](t, ctx, db, db.Lite, false)
 	})
 	for _, join := range []bool{false, true} {
 		name := map[bool]string{false: "postgres per message", true: "postgres joined"}[join]
@@ -49,7 +49,7 @@ func TestOutboxEffectWithoutHeadersStoresNull(t *testing.T) {
 			t.Parallel()
 			pool := testdb.Require(t)
 			db := openInbox(t, clikit.DBFlags{URL: testdb.URL(), Schema: testdb.NewSchema(t, pool)})
-			outboxHeadersRoundTrip[pgx.Tx](t, ctx, db, db.PG, clikit.PGTxExec, join)
+			outboxHeadersRoundTrip[pgx.Tx](t, ctx, db, db.PG, join)
 		})
 	}
 }
@@ -67,9 +67,18 @@ func openInbox(t *testing.T, f clikit.DBFlags) *clikit.InboxDB {
 	return db
 }
 
-func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clikit.InboxDB, d store.Driver[TTx],
-	exec clikit.TxExecFunc[TTx], join bool) {
-	cfg := serve.WithSourceEffect(txinbox.Config[TTx]{Scope: "s"}, "outbox", nil, db.OutboxTable(), true, join, exec, "kafka")
+func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clikit.InboxDB, d store.Driver[TTx], join bool) {
+	eff, err := effect.New(ctx, d, effect.Spec{Mode: effect.Outbox, OutboxTable: db.OutboxTable(), OutboxHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per message: the handler a store that cannot join it gets.
+	cfg := txinbox.Config[TTx]{Scope: "s", Handler: eff.Handler("kafka")}
+	if join {
+		if cfg = eff.Apply(txinbox.Config[TTx]{Scope: "s"}, "kafka"); cfg.Effect == nil {
+			t.Fatal("the outbox effect is not joined to the claim on PostgreSQL")
+		}
+	}
 	p, err := txinbox.NewProcessor(d, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +132,11 @@ func TestEffectSQLHeadersRefusedOnlyWhenRead(t *testing.T) {
 		{"INSERT INTO " + keysTable + " SELECT message_id FROM new_messages", false},
 		{"INSERT INTO " + docsTable + " SELECT message_id, headers FROM new_messages", true},
 	} {
-		cfg := serve.WithSourceEffect(txinbox.Config[pgx.Tx]{Scope: c.statement, MaxAttempts: 1}, serve.EffectSQL, []string{c.statement}, "", false, true,
-			clikit.PGTxExec, "kafka")
-		p, err := txinbox.NewProcessor(db.PG, cfg)
+		eff, err := effect.New(ctx, db.PG, effect.Spec{Mode: effect.SQL, Statements: []string{c.statement}})
+		if err != nil || !eff.Joined() {
+			t.Fatalf("effect.New: %v (joined %v)", err, err == nil && eff.Joined())
+		}
+		p, err := txinbox.NewProcessor(db.PG, eff.Apply(txinbox.Config[pgx.Tx]{Scope: c.statement, MaxAttempts: 1}, "kafka"))
 		if err != nil {
 			t.Fatal(err)
 		}

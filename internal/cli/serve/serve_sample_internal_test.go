@@ -36,7 +36,11 @@ func TestSampleConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	newAS4 := func(ctx context.Context) (as4.Store[*sql.Tx], error) { return sqliteAS4(ctx, db, &o) }
-	srv, closeAll, _, err := buildServer[*sql.Tx](ctx, env, &o, db, db.Lite, clikit.SQLTxExec, newAS4, slog.New(slog.DiscardHandler), nil)
+	eff, err := newEffect[*sql.Tx](ctx, &o, db, db.Lite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, closeAll, _, err := buildServer[*sql.Tx](ctx, env, &o, db, db.Lite, eff, newAS4, slog.New(slog.DiscardHandler), nil)
 	defer closeAll()
 	if err != nil {
 		t.Fatal(err)
