@@ -67,6 +67,16 @@
 //     under a savepoint so that a failing one fails its own message.
 //     Without it, handlers run their statements themselves and nothing is
 //     flushed.
+//   - [StatementRunner] (Driver): the per-message statements of an effect
+//     given without Go (package effect) run with their parameter types
+//     declared, so a statement may skip a parameter ($1, $2, $7) or cast
+//     one, and each is prepared at start so a typo fails before the first
+//     message. Without it, package effect runs them with database/sql's
+//     ExecContext when the transaction is a *sql.Tx, and checks nothing.
+//   - [EffectChecker] (Driver): package effect joins an effect given
+//     without Go to the claim's statement (one round trip per batch) and
+//     checks its statements at start. Without it, such an effect runs per
+//     message, through a handler.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

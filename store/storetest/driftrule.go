@@ -57,7 +57,7 @@ type driftRun struct {
 	drift      []string
 	effects    map[string]int
 	dead       []string
-	checkpoint map[string]int64
+	checkpoint map[int32]int64
 }
 
 // testDriftRuleAgrees: the drift rule is written twice, in Go (the
@@ -110,7 +110,7 @@ func runDriftSteps[TTx any](g *fixture[TTx], sql bool) driftRun {
 		if s.positions == nil {
 			res, err = p.Process(g.ctx, s.msgs)
 		} else {
-			res, err = p.ProcessCheckpoint(g.ctx, s.msgs, txinbox.Checkpoint{Source: "invoices", Partition: "7", Positions: s.positions})
+			res, err = p.ProcessCheckpoint(g.ctx, s.msgs, txinbox.Checkpoint{Source: "invoices", Partition: 7, Positions: s.positions})
 		}
 		if err != nil {
 			g.t.Fatalf("%s: %v", s.what, err)
@@ -204,7 +204,7 @@ func recorded[TTx any](g *fixture[TTx], run *driftRun, now time.Time) {
 	if run.checkpoint, err = g.d.Checkpoints(g.ctx, scope, "invoices"); err != nil {
 		t.Fatal(err)
 	}
-	if run.checkpoint["7"] != 13 || len(run.checkpoint) != 1 {
+	if run.checkpoint[7] != 13 || len(run.checkpoint) != 1 {
 		t.Errorf("checkpoints %v, want partition 7 at 13", run.checkpoint)
 	}
 }
