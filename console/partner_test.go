@@ -31,7 +31,9 @@ func TestEDIReaderSeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(),
-		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return txinbox.Permanent(errors.New("refused")) }})
+		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error {
+			return txinbox.Permanent(errors.New("refused"))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
