@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/store"
@@ -27,9 +26,14 @@ type Config struct {
 	// outbox.SQLite): its backlog on the overview and its failed rows,
 	// with replay, on the outbox page. Defaults to none: no outbox page.
 	Outbox outbox.Store
-	// AS4 lists the received AS4 messages with their receipts (as4pg,
-	// as4sqlite). Defaults to none: no AS4 page.
-	AS4 as4.Lister
+	// AS4 lists the received AS4 messages with their receipts
+	// (as4view.Lister of an *as4pg.Store or *as4sqlite.Store). Defaults
+	// to none: no AS4 page.
+	AS4 AS4Lister
+	// EDI reads the EDI envelopes and keys of the stored payloads shown
+	// on the dead letter and inspect pages (ediview.Read). Defaults to
+	// none: payloads are shown without their EDI keys.
+	EDI EDIReader
 	// Scopes are the inbox's scopes with their retention, for the rows
 	// waiting for the purge (received more than Retention ago). Scopes
 	// the database holds but this list does not name are shown without

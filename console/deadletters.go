@@ -140,7 +140,7 @@ func (c *console) deadLetter(w http.ResponseWriter, r *http.Request) {
 			Back: c.cfg.Prefix + "dead-letters"})
 		return
 	}
-	d := deadLetterData{DL: rec, Payload: viewPayload(rec.Payload), Headers: parseHeaders(rec.HeadersJSON), State: "dead"}
+	d := deadLetterData{DL: rec, Payload: viewPayload(rec.Payload, c.cfg.EDI), Headers: parseHeaders(rec.HeadersJSON), State: "dead"}
 	if !rec.DroppedAt.IsZero() {
 		d.State = "dropped"
 	}

@@ -8,7 +8,8 @@
 //	h, err := console.New(console.Config{
 //		Admin:   driver,                       // *pgstore.Driver or *sqlitestore.Driver
 //		Outbox:  outbox.PostgreSQL(driver),    // optional
-//		AS4:     as4Store,                     // optional: *as4pg.Store, *as4sqlite.Store
+//		AS4:     as4view.Lister(as4Store),     // optional: *as4pg.Store, *as4sqlite.Store
+//		EDI:     ediview.Read,                 // optional: the payloads' EDI keys
 //		Scopes:  []console.Scope{{Name: "invoices", Retention: 7 * 24 * time.Hour}},
 //		Sources: []console.Source{{Name: "invoices", Scope: "invoices", Ready: src.Ready, Lag: src.Lag}},
 //		Gatherer: registry,                    // optional: this process's outcome counters
@@ -16,6 +17,11 @@
 //		Logger:  logger,
 //	})
 //	mux.Handle("/ui/", h)
+//
+// The AS4 page and the EDI keys of the payloads come through AS4Lister
+// and EDIReader, implemented in packages console/as4view and
+// console/ediview, so that a program that sets neither links neither the
+// AS4 stack nor the EDI parsers.
 //
 // # Safety
 //

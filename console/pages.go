@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
 )
@@ -59,7 +58,7 @@ func (c *console) inspect(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Asked, d.In, d.State = true, in, stateOf(in)
 		if in.DeadLetter != nil {
-			v := viewPayload(in.DeadLetter.Payload)
+			v := viewPayload(in.DeadLetter.Payload, c.cfg.EDI)
 			d.Payload = &v
 		}
 	}
@@ -149,7 +148,7 @@ type as4Data struct {
 
 // as4Row is a listed message with its receipt as text.
 type as4Row struct {
-	as4.Listed
+	AS4Message
 	ReceiptText string
 }
 
@@ -160,7 +159,7 @@ func (c *console) as4(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	d := as4Data{Scope: q.Get("scope")}
-	f := as4.ListFilter{Scope: d.Scope, Limit: pageSize}
+	f := AS4Filter{Scope: d.Scope, Limit: pageSize}
 	if b := q.Get("before"); b != "" {
 		t, err := time.Parse(time.RFC3339Nano, b)
 		if err != nil {
@@ -170,13 +169,13 @@ func (c *console) as4(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Before = t
 	}
-	rows, err := c.cfg.AS4.ListMessages(r.Context(), f)
+	rows, err := c.cfg.AS4.ListAS4(r.Context(), f)
 	if err != nil {
 		c.failed(w, r, "listing the AS4 messages", err)
 		return
 	}
 	for _, l := range rows {
-		d.Rows = append(d.Rows, as4Row{Listed: l, ReceiptText: textOf(l.Receipt.Body, 4<<10)})
+		d.Rows = append(d.Rows, as4Row{AS4Message: l, ReceiptText: textOf(l.Receipt.Body, 4<<10)})
 	}
 	if len(rows) == pageSize {
 		q.Set("before", rows[len(rows)-1].ReceivedAt.UTC().Format(time.RFC3339Nano))

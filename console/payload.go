@@ -1,15 +1,11 @@
 package console
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/txinbox/txinbox/edi"
-	"github.com/txinbox/txinbox/edi/edifact"
 )
 
 // The payload views are capped: a dead letter may hold megabytes.
@@ -28,20 +24,12 @@ type payloadView struct {
 	ValidUTF8     bool
 	Hex           string
 	HexTruncated  bool
-	EDI           []ediKey
+	EDI           []EDIKey
 	EDIError      string // why the payload yields no EDI key
 }
 
-// ediKey is one interchange or AS4 user message found in a payload.
-type ediKey struct {
-	Kind    edi.Kind
-	ID      string
-	Fields  []edi.Field
-	Offset  int64
-	Charset string
-}
-
-func viewPayload(p []byte) payloadView {
+// viewPayload shows p, its EDI keys read with readEDI (none without it).
+func viewPayload(p []byte, readEDI EDIReader) payloadView {
 	v := payloadView{Size: len(p), ValidUTF8: utf8.Valid(p)}
 	v.Text, v.TextTruncated = textOf(p, textCap), len(p) > textCap
 	h := p
@@ -49,20 +37,18 @@ func viewPayload(p []byte) payloadView {
 		h, v.HexTruncated = h[:hexCap], true
 	}
 	v.Hex = hex.Dump(h)
-	keys, err := edi.Keys(bytes.NewReader(p))
+	if readEDI == nil {
+		v.EDIError = "not read (no EDI reader is configured)"
+		return v
+	}
+	keys, err := readEDI(p)
 	switch {
-	case errors.Is(err, edi.ErrUnknownFormat):
-		v.EDIError = "not EDIFACT, X12 or AS4"
+	case errors.Is(err, ErrNotEDI):
+		v.EDIError = ErrNotEDI.Error()
 	case err != nil:
 		v.EDIError = err.Error()
 	}
-	for _, k := range keys {
-		ek := ediKey{Kind: k.Kind, ID: k.ID, Fields: k.Text(), Offset: k.Offset}
-		if k.Kind == edi.KindEDIFACT {
-			ek.Charset = edifact.Charset(k.Syntax)
-		}
-		v.EDI = append(v.EDI, ek)
-	}
+	v.EDI = keys
 	return v
 }
 

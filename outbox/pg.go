@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/txinbox/txinbox/store/pgstore"
+	"github.com/txinbox/txinbox/internal/schema"
 )
 
 // PG is the outbox table of a PostgreSQL inbox database (pgstore). Its
@@ -23,9 +23,18 @@ type PG struct {
 
 var _ Store = (*PG)(nil)
 
-// PostgreSQL returns the outbox table of the driver's database (its
-// schema and table prefix). The driver's Migrate creates it.
-func PostgreSQL(d *pgstore.Driver) *PG {
+// PostgreSQLDatabase is the inbox database PostgreSQL needs: a
+// *pgstore.Driver (its pool, its schema and table prefix). It is an
+// interface so that this package does not link pgstore.
+type PostgreSQLDatabase interface {
+	Pool() *pgxpool.Pool
+	Tables() schema.Tables
+}
+
+// PostgreSQL returns the outbox table of the driver's database (a
+// *pgstore.Driver: its schema and table prefix). The driver's Migrate
+// creates it.
+func PostgreSQL(d PostgreSQLDatabase) *PG {
 	t := d.Tables()
 	x := t.Expand
 	cols := `id, scope, message_id, part, source, topic, key, content_type, headers, payload, created_at, attempts`

@@ -30,7 +30,7 @@ import (
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/edi/ebms"
 	"github.com/txinbox/txinbox/edi/edifact"
-	"github.com/txinbox/txinbox/examples/invoicer/invoicer"
+	"github.com/txinbox/txinbox/invoicer"
 	"github.com/txinbox/txinbox/outbox"
 	as4target "github.com/txinbox/txinbox/outbox/target/as4"
 	"github.com/txinbox/txinbox/source/kafka"

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/internal/cli/clikit"
-	"github.com/txinbox/txinbox/internal/cli/serve"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -94,12 +93,12 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 		return clikit.FormatDuration(c.retention)
 	}
 	if c.json {
-		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, serve.OutboxJSON(ob, obErr))
+		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr))
 		return clikit.ExitOK
 	}
 	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	printStatusTotals(w, db, sumScopes(scopes))
-	serve.PrintOutboxStatus(w, ob, obErr)
+	printOutboxStatus(w, ob, obErr)
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
 	w.Flush()
 	return clikit.ExitOK

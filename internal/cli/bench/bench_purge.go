@@ -14,7 +14,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
-	"github.com/txinbox/txinbox/internal/purger"
+	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -118,7 +118,7 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 		return nil, err
 	}
 	be.progress("purge (%s): processing while purging %d rows...", mode, be.o.purgeRows)
-	pg, err := purger.New(d, purger.Config{Retention: purgeRetention,
+	pg, err := purge.New(d, purge.Config{Retention: purgeRetention,
 		OnBatch: func(r store.PurgeResult, _ time.Duration) { pt.PurgeBatches++ }})
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (be *benchEnv) purgeSteady(ctx context.Context, d *pgstore.Driver, p *txinb
 	if err := be.prefillExpired(ctx, d, partitioned); err != nil {
 		return nil, err
 	}
-	pg, err := purger.New(d, purger.Config{Retention: purgeRetention})
+	pg, err := purge.New(d, purge.Config{Retention: purgeRetention})
 	if err != nil {
 		return nil, err
 	}

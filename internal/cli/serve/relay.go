@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -305,34 +304,6 @@ func oneLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
-}
-
-// PrintOutboxStatus is the outbox part of txinbox status.
-func PrintOutboxStatus(w io.Writer, s outbox.Stats, err error) {
-	if err != nil {
-		fmt.Fprintf(w, "outbox\tunavailable: %v\n", err)
-		return
-	}
-	fmt.Fprintf(w, "outbox unsent (backlog)\t%d (%d retrying)\n", s.Unsent, s.Retrying)
-	if !s.OldestUnsent.IsZero() {
-		fmt.Fprintf(w, "oldest unsent outbox row\t%s (%s ago)\n", s.OldestUnsent.UTC().Format(time.RFC3339),
-			time.Since(s.OldestUnsent).Round(time.Second))
-	}
-	fmt.Fprintf(w, "outbox failed\t%d\n", s.Failed)
-	fmt.Fprintf(w, "outbox sent (not purged)\t%d\n", s.Sent)
-}
-
-// OutboxJSON is the outbox part of txinbox status --json.
-func OutboxJSON(s outbox.Stats, err error) any {
-	if err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	age := any(nil)
-	if !s.OldestUnsent.IsZero() {
-		age = time.Since(s.OldestUnsent).Seconds()
-	}
-	return map[string]any{"unsent": s.Unsent, "retrying": s.Retrying, "oldest_unsent": clikit.TimeOrNil(s.OldestUnsent),
-		"oldest_unsent_age_seconds": age, "failed": s.Failed, "sent": s.Sent}
 }
 
 // as4Partner is the one AS4 partner of relay --target as4: rows whose topic

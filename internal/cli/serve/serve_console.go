@@ -8,6 +8,8 @@ import (
 
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/console"
+	"github.com/txinbox/txinbox/console/as4view"
+	"github.com/txinbox/txinbox/console/ediview"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
@@ -50,15 +52,15 @@ func (c *consoleFlags) register(fs *flag.FlagSet) {
 }
 
 // config is the console of serve over db, or nil with --no-console or
-// without --http-listen; as4Store, when it lists messages, adds the AS4
-// page.
+// without --http-listen: the payloads' EDI keys read with package edi;
+// as4Store, when it lists messages, adds the AS4 page.
 func (c *consoleFlags) config(db *clikit.InboxDB, as4Store any) *console.Config {
 	if c.off {
 		return nil
 	}
-	cfg := &console.Config{Admin: db.Admin, Outbox: db.OutboxStore(), Auth: console.Auth{Token: c.token}}
+	cfg := &console.Config{Admin: db.Admin, Outbox: db.OutboxStore(), EDI: ediview.Read, Auth: console.Auth{Token: c.token}}
 	if l, ok := as4Store.(as4.Lister); ok {
-		cfg.AS4 = l
+		cfg.AS4 = as4view.Lister(l)
 	}
 	for _, u := range c.users {
 		name, pw, _ := strings.Cut(u, ":")

@@ -21,10 +21,10 @@ import (
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
-	"github.com/txinbox/txinbox/examples/invoicer/invoicer"
 	"github.com/txinbox/txinbox/internal/brokers"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/internal/cli/demo"
+	"github.com/txinbox/txinbox/invoicer"
 )
 
 // `txinbox demo --scenario invoicer`: the seed's EDI invoicer end to end.

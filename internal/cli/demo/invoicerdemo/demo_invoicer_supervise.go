@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txinbox/txinbox/examples/invoicer/invoicer"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/invoicer"
 )
 
 // The invoicer demo's supervision: its child processes, started, polled,
