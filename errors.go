@@ -24,6 +24,7 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
+// Error says the failure is permanent, then what it was.
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
 
 // Unwrap returns the wrapped error.
@@ -36,6 +37,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error says the handler panicked, with the value it panicked with.
 func (e *PanicError) Error() string { return fmt.Sprintf("txinbox: handler panicked: %v", e.Value) }
 
 // ConfigError names the Config field that is invalid.
@@ -44,4 +46,5 @@ type ConfigError struct {
 	Msg   string
 }
 
+// Error names the Config field and what is wrong with it.
 func (e *ConfigError) Error() string { return "txinbox: invalid Config." + e.Field + ": " + e.Msg }

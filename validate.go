@@ -32,6 +32,7 @@ type InvalidMessageError struct {
 	Problem string
 }
 
+// Error names the message field at fault and why.
 func (e *InvalidMessageError) Error() string {
 	return "txinbox: message cannot be stored: " + e.Field + " " + e.Problem
 }

@@ -23,6 +23,8 @@ type StaleDeadLetterError struct {
 	ProcessedAt time.Time
 }
 
+// Error names the dead letter, its key and when that key was processed,
+// and what to do instead of a replay.
 func (e *StaleDeadLetterError) Error() string {
 	return fmt.Sprintf("dead letter %d is stale: %q (scope %q) was processed at %s (its inbox row exists), "+
 		"so a replay would run its effect a second time; drop the dead letter, or forget the key to reprocess it deliberately",

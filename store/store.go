@@ -232,6 +232,7 @@ type BrokenTxError struct {
 	Aborted bool
 }
 
+// Error says how the handler broke its transaction.
 func (e *BrokenTxError) Error() string { return "the handler broke its transaction: " + e.Reason }
 
 // ErrTxEndByHandler is what Commit and Rollback of the transaction handed
@@ -374,6 +375,7 @@ type QueuedStatementError struct {
 	Err error
 }
 
+// Error names the queued statement that failed, and its error.
 func (e *QueuedStatementError) Error() string {
 	sql := e.SQL
 	if r := []rune(sql); len(r) > 200 {
@@ -382,4 +384,5 @@ func (e *QueuedStatementError) Error() string {
 	return fmt.Sprintf("statement %d queued by the handler failed (%s): %v", e.Index, sql, e.Err)
 }
 
+// Unwrap returns the statement's error.
 func (e *QueuedStatementError) Unwrap() error { return e.Err }

@@ -283,6 +283,7 @@ type RefusedError struct {
 	Err   error  // the broker's error, a kerr.Error (possibly wrapped)
 }
 
+// Error says what the broker refused, and why.
 func (e *RefusedError) Error() string {
 	what := "the consumer group"
 	if e.Topic != "" {
@@ -291,6 +292,7 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("kafka: the brokers refuse %s for good (fix the configuration): %v", what, e.Err)
 }
 
+// Unwrap returns the broker's error.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // refusedForGood reports whether err is a broker's answer that retrying
