@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // pgTx begins lazily: when its first statement is the claim, the BEGIN
@@ -58,9 +59,9 @@ func (t *pgTx) PlanCheckpoint(cp store.Checkpoint) {
 	}
 }
 
-// txOptions begin every batch transaction: its COMMIT is commitSQL, the
+// txOptions begin every batch transaction: its COMMIT is pgsql.CommitSQL, the
 // only one the commit guard lets through.
-var txOptions = pgx.TxOptions{CommitQuery: commitSQL}
+var txOptions = pgx.TxOptions{CommitQuery: pgsql.CommitSQL}
 
 // Tx returns the open transaction as handlers see it: guarded, so that
 // its Commit and Rollback are refused. The processor calls it only after
@@ -255,12 +256,12 @@ func (t *pgTx) begin(ctx context.Context) error {
 }
 
 // firstBatch begins a transaction's first round trip: the BEGIN,
-// markBatch, which the commit checks, and a deferred checkpoint move
+// pgsql.MarkBatch, which the commit checks, and a deferred checkpoint move
 // (DeferAdvance), which arms the commit guard.
 func (t *pgTx) firstBatch() *pgx.Batch {
 	b := &pgx.Batch{}
 	b.BeginTx(txOptions)
-	b.Queue(markBatch)
+	b.Queue(pgsql.MarkBatch)
 	if t.advance != nil {
 		b.Queue(t.q.advanceGuarded, t.advance...)
 		t.advance = nil
@@ -272,16 +273,16 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	v := viewClaimRows(rows)
 	args := newClaimArgs(v)
 	res := make([]store.ClaimResult, len(rows))
-	claim, classify := t.q.claim, t.q.claimClassify
+	claim, classify := t.q.Claim, t.q.ClaimClassify
 	plan := t.takePlan()
 	if plan != nil {
-		claim, classify = t.q.claimCP, t.q.claimClassifyCP
+		claim, classify = t.q.ClaimCP, t.q.ClaimClassifyCP
 		args = append(args, checkpointArgs(plan)...)
 	}
 	var err error
 	switch {
 	case t.layout.partitioned:
-		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(v, res), args...)
+		err = t.claimed(ctx, t.q.ClaimPartitioned, markInserted(v, res), args...)
 	case t.q.duplicates.Load() && distinct(v):
 		err = t.claimed(ctx, classify, classifyClaimed(res), args...)
 	default:
@@ -539,9 +540,9 @@ func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []in
 		k := v.key(i)
 		lscopes[j], lids[j] = k.Scope, k.MessageID
 	}
-	lookup := t.q.lookup
+	lookup := t.q.Lookup
 	if t.layout.partitioned {
-		lookup = t.q.lookupPartitioned
+		lookup = t.q.LookupPartitioned
 	}
 	var db querier = t.pool // after an autocommitted claim (CommitEffect)
 	if t.tx != nil {
@@ -580,7 +581,7 @@ func insertDrift(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DriftR
 		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
 		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
 	}
-	_, err := tx.Exec(ctx, q.drift, scopes, ids, sources, positions, stored, received, at)
+	_, err := tx.Exec(ctx, q.Drift, scopes, ids, sources, positions, stored, received, at)
 	return err
 }
 
@@ -662,6 +663,6 @@ func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, t.q.checkpoint, checkpointArgs(&cp)...)
+	_, err := t.tx.Exec(ctx, t.q.Checkpoint, checkpointArgs(&cp)...)
 	return err
 }
