@@ -45,32 +45,11 @@ func NewStatements(t schema.Tables, periods string) Statements {
 		// rows of the transactions the claim waited for. Only the keys the
 		// claim did not answer are looked up: after ClaimClassify, usually
 		// none.
-		Lookup: t.Expand(`
-SELECT m.ord, i.payload_hash, d.payload_hash
-FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
-LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
-LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`),
-		Drift: t.Expand(`
-INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])`),
-		Failures: t.Expand(`
-INSERT INTO {attempts} AS a (scope, message_id, attempts, last_error, first_failed_at, last_failed_at)
-SELECT m.scope, m.message_id, 1, m.err, m.at, m.at
-FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS m(scope, message_id, err, at)
-WHERE NOT EXISTS (SELECT 1 FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id)
-ON CONFLICT (scope, message_id) DO UPDATE
-   SET attempts = a.attempts + 1, last_error = EXCLUDED.last_error, last_failed_at = EXCLUDED.last_failed_at
-RETURNING scope, message_id, attempts`),
-		DeadLetter: t.Expand(`
-INSERT INTO {dead_letters} (scope, message_id, source, source_position, partition_key, payload, payload_hash,
-    headers, attempts, reason, last_error, received_at, dead_lettered_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13)
-ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`),
-		Checkpoint: t.Expand(`
-INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
-VALUES ($1, $2, $3, $4, now())
-ON CONFLICT (scope, source, partition) DO UPDATE
-   SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`),
+		Lookup:      t.Expand(lookup),
+		Drift:       t.Expand(drift),
+		Failures:    t.Expand(failures),
+		DeadLetter:  t.Expand(deadLetter),
+		Checkpoint:  t.Expand(checkpoint),
 		Checkpoints: t.Expand(`SELECT partition, position FROM {checkpoints} WHERE scope = $1 AND source = $2`),
 	}
 	// The claims that also save a planned checkpoint ($8-$11), in the
@@ -127,3 +106,36 @@ FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
 LEFT JOIN LATERAL (SELECT x.payload_hash FROM {inbox} x WHERE x.scope = m.scope AND x.message_id = m.message_id
                    ORDER BY x.period LIMIT 1) i ON true
 LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`
+
+// The texts of the Statements fields of the same names, before
+// expansion.
+const lookup = `
+SELECT m.ord, i.payload_hash, d.payload_hash
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(scope, message_id, ord)
+LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
+LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.message_id = m.message_id AND d.message_id <> ''`
+
+const drift = `
+INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])`
+
+const failures = `
+INSERT INTO {attempts} AS a (scope, message_id, attempts, last_error, first_failed_at, last_failed_at)
+SELECT m.scope, m.message_id, 1, m.err, m.at, m.at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS m(scope, message_id, err, at)
+WHERE NOT EXISTS (SELECT 1 FROM {inbox} i WHERE i.scope = m.scope AND i.message_id = m.message_id)
+ON CONFLICT (scope, message_id) DO UPDATE
+   SET attempts = a.attempts + 1, last_error = EXCLUDED.last_error, last_failed_at = EXCLUDED.last_failed_at
+RETURNING scope, message_id, attempts`
+
+const deadLetter = `
+INSERT INTO {dead_letters} (scope, message_id, source, source_position, partition_key, payload, payload_hash,
+    headers, attempts, reason, last_error, received_at, dead_lettered_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13)
+ON CONFLICT (scope, message_id) WHERE message_id <> '' DO NOTHING`
+
+const checkpoint = `
+INSERT INTO {checkpoints} AS c (scope, source, partition, position, updated_at)
+VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (scope, source, partition) DO UPDATE
+   SET position = GREATEST(c.position, EXCLUDED.position), updated_at = EXCLUDED.updated_at`
