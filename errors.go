@@ -11,6 +11,16 @@ var ErrNoMessageID = errors.New("txinbox: message has no id")
 // ErrClosed is returned by Submit after Close.
 var ErrClosed = errors.New("txinbox: processor closed")
 
+// ErrCommitUnknown is in the error of Process (and of the other Process
+// methods) when a batch's commit was sent but its answer had not come
+// CommitWait after the caller's context ended: the connection was dropped,
+// and the batch may or may not have committed. Its messages are not
+// acked; their redelivery tells (a Duplicate if it committed). A commit
+// that answers in time is always awaited, so a cancelled context alone
+// never leaves the outcome unknown; a connection lost during the commit
+// (the server or the network failing) still can.
+var ErrCommitUnknown = errors.New("txinbox: commit abandoned 10s after the context ended: it may or may not have committed")
+
 // PermanentError marks a handler error that no retry can fix: the message
 // is dead-lettered at once instead of after Config.MaxAttempts.
 type PermanentError struct{ Err error }

@@ -77,6 +77,14 @@ func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processo
 // acks exactly the messages whose Outcome.Ack() is true.
 //
 // Process fills in the Scope and ReceivedAt of messages that lack them.
+//
+// When ctx ends, Process stops at the next step of the batch in flight,
+// which rolls back, except its commit: a commit already sent is awaited
+// (up to CommitWait after ctx ended, then abandoned with
+// ErrCommitUnknown), so that when Process returns, the database has done
+// what Process reports and nothing of the call commits later. A consumer
+// stopped by its context can then be counted, truncated or migrated at
+// once.
 func (p *Processor[TTx]) Process(ctx context.Context, msgs []*Message) ([]Result, error) {
 	return p.process(ctx, msgs, nil)
 }
@@ -308,30 +316,65 @@ func (p *Processor[TTx]) ReportAck(ctx context.Context, info AckInfo) {
 	}
 }
 
-// commitWait bounds how long a sent commit is awaited once the caller's
-// context has ended (commitContext).
-const commitWait = 10 * time.Second
+// CommitWait bounds how long a batch's commit that was sent is awaited
+// once the context of Process has ended: then it is abandoned, with
+// ErrCommitUnknown. A caller that must return only once the outcome of
+// every batch is known (a server's stop that cut its batches) waits for
+// Process at least this long after the cut.
+const CommitWait = 10 * time.Second
 
 // commitContext is the context a batch's commit (or its one autocommitted
 // statement) is sent with. Were it the caller's, a cancel while the
-// commit is on its way would drop the connection: the server may still
-// commit, after Process returned an error, and a caller that stops a
-// consumer and then counts, truncates or migrates could see the batch
-// land afterwards. So a commit that is sent is awaited, for up to
-// commitWait (then dropped, as before); one whose context ended before it
-// was sent is not sent (the batch rolls back).
+// commit is on its way would drop the connection (pgx sets a deadline on
+// it: the server is not told, and its COMMIT runs to its end): the server
+// may still commit after Process returned an error, and a caller that
+// stops a consumer and then counts, truncates or migrates could see the
+// batch land afterwards. So a commit that is sent is awaited: without
+// limit while the caller's context lives (a slow commit is not cut short
+// of its answer), for up to CommitWait once it ended; then the connection
+// is dropped and the error says that the outcome is unknown
+// (ErrCommitUnknown). A commit whose context ended before it was sent is
+// not sent (the batch rolls back).
 func commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return commitContextWithin(ctx, CommitWait)
+}
+
+// commitContextWithin is commitContext with the wait after the caller's
+// context ended as a parameter (tests).
+func commitContextWithin(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	if ctx.Err() != nil {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(ErrCommitUnknown)
+		case <-cctx.Done(): // the commit answered
+		}
+	})
+	return cctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// commitErr is the error of a commit sent with cctx (commitContext): the
+// commit's own, joined with ErrCommitUnknown when it was abandoned.
+func commitErr(cctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(cctx), ErrCommitUnknown) && !errors.Is(err, ErrCommitUnknown) {
+		return errors.Join(err, ErrCommitUnknown)
+	}
+	return err
 }
 
 // commitTx commits tx with commitContext.
 func commitTx[TTx any](ctx context.Context, tx store.Tx[TTx]) error {
 	cctx, cancel := commitContext(ctx)
 	defer cancel()
-	return tx.Commit(cctx)
+	return commitErr(cctx, tx.Commit(cctx))
 }
 
 // afterCommit records the failed attempts in their own transaction, so

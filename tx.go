@@ -373,6 +373,7 @@ func (p *Processor[TTx]) runCommitted(ctx context.Context, ec store.EffectCommit
 	start := time.Now()
 	cctx, cancel := commitContext(ctx)
 	claims, err := ec.CommitEffect(cctx, b.effectRowsOf(b.items), p.cfg.Effect.Statements, cp, p.cfg.Now())
+	err = commitErr(cctx, err)
 	cancel()
 	b.commitTime = time.Since(start)
 	if err != nil {

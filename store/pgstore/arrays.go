@@ -109,7 +109,7 @@ func (v claimView) key(i int) store.Key { return v.row(i).Key }
 
 // length is the number of elements a column sends: 1 when every row's
 // value equals the first row's (the claim's statement pads it back:
-// batchSelect), else one per row.
+// pgsql.BatchSelect), else one per row.
 func (v claimView) length(equal func(a, b *store.ClaimRow) bool) int {
 	for i := 1; i < v.n; i++ {
 		if !equal(v.row(0), v.row(i)) {

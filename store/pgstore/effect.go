@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // EffectSQL documents the form of a declarative effect's statements
@@ -35,7 +36,7 @@ var _ store.EffectClaimer = (*pgTx)(nil)
 
 // effectClaim is the claim statement of a declarative effect in a form:
 // with classify it answers for the keys it does not insert
-// (classifySelect), otherwise it returns the keys it inserted. The
+// (pgsql.ClassifySelect), otherwise it returns the keys it inserted. The
 // autocommit form (committed) has no commit guard (no handler runs) and
 // saves the checkpoint given after the arrays when checkpoint is set.
 //
@@ -59,18 +60,18 @@ func effectClaimWith(t schema.Tables, statements []string, f effectForm, probe s
 	if f.committed {
 		b.WriteString("WITH ")
 	} else {
-		b.WriteString(t.Expand(guardCTE) + ",\n")
+		b.WriteString(t.Expand(pgsql.GuardCTE) + ",\n")
 	}
 	insertFrom, next := "txinbox_batch m", 10
 	switch {
 	case f.payload:
 		b.WriteString(batchCTE(true))
 	case f.classify:
-		// classifySelect reads the batch again, with its ordinals.
+		// pgsql.ClassifySelect reads the batch again, with its ordinals.
 		b.WriteString(batchCTE(false))
 		next = 8
 	default:
-		insertFrom, next = batchRows, 8
+		insertFrom, next = pgsql.BatchRows, 8
 	}
 	returning := "scope, message_id"
 	if !f.payload {
@@ -115,7 +116,7 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 	}
 	switch {
 	case f.classify:
-		b.WriteString(classifySelect(t, "txinbox_batch m"))
+		b.WriteString(pgsql.ClassifySelect(t, "txinbox_batch m"))
 	case f.payload:
 		// The batch's ordinals of the rows it inserted: read without a
 		// string or a map per row (markOrdinals).
@@ -131,7 +132,7 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 const unansweredKey = "txinbox: unanswered key"
 
 // driftTail ends the autocommitted claim with a checkpoint: it classifies
-// the keys it did not insert (classifySelect, as txinbox_seen), records
+// the keys it did not insert (pgsql.ClassifySelect, as txinbox_seen), records
 // the drift among them (a stored payload hash, the inbox's or else the
 // dead letter's, other than the one received), and saves the checkpoint
 // (parameters $next to $next+3) only if every key was answered: otherwise
@@ -141,7 +142,7 @@ const unansweredKey = "txinbox: unanswered key"
 // checkpoint must not move past it unrecorded. The drift's detection time
 // is parameter $next+4.
 func driftTail(t schema.Tables, next int) string {
-	return ",\ntxinbox_seen AS (" + classifySelect(t, "txinbox_batch m", "source", "source_position", "payload_hash") + ")" +
+	return ",\ntxinbox_seen AS (" + pgsql.ClassifySelect(t, "txinbox_batch m", "source", "source_position", "payload_hash") + ")" +
 		t.Expand(fmt.Sprintf(`,
 txinbox_drift AS (
 INSERT INTO {drift} (scope, message_id, source, source_position, stored_hash, received_hash, detected_at)
@@ -158,9 +159,9 @@ SELECT ord, hash, dead FROM txinbox_seen`, next, next+1, next+2, next+3, next+4)
 }
 
 // batchCTE is the CTE txinbox_batch of an effect's claim: the batch with
-// its ordinals, and with payload its payloads and headers (batchSelect).
+// its ordinals, and with payload its payloads and headers (pgsql.BatchSelect).
 func batchCTE(payload bool) string {
-	return "txinbox_batch AS (" + batchSelect(true, payload) + "),\n"
+	return "txinbox_batch AS (" + pgsql.BatchSelect(true, payload) + "),\n"
 }
 
 // effectForm names one of the forms of an effect's claim.

@@ -22,7 +22,7 @@ func (d *Driver) RecordFailures(ctx context.Context, rows []store.FailureRow, ma
 			scopes[i], ids[i], errs[i], at[i] = r.Scope, r.MessageID, r.Error, r.FailedAt
 			index[r.Key] = i
 		}
-		rs, err := tx.Query(ctx, d.q.failures, scopes, ids, errs, at)
+		rs, err := tx.Query(ctx, d.q.Failures, scopes, ids, errs, at)
 		if err != nil {
 			return err
 		}
@@ -75,11 +75,11 @@ func (d *Driver) failureDrift(ctx context.Context, tx pgx.Tx, rows []store.Failu
 	for j, i := range committed {
 		scopes[j], ids[j] = rows[i].Scope, rows[i].MessageID
 	}
-	lookup := d.q.lookup
+	lookup := d.q.Lookup
 	if l, err := d.layoutOf(ctx); err != nil {
 		return err
 	} else if l.partitioned {
-		lookup = d.q.lookupPartitioned
+		lookup = d.q.LookupPartitioned
 	}
 	rs, err := tx.Query(ctx, lookup, scopes, ids)
 	if err != nil {
@@ -110,7 +110,7 @@ func insertDeadLetters(ctx context.Context, tx pgx.Tx, q *queries, rows []store.
 	}
 	b := &pgx.Batch{}
 	for _, r := range rows {
-		b.Queue(q.deadLetter, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
+		b.Queue(q.DeadLetter, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey,
 			nonNil(r.Payload), r.PayloadHash, string(r.HeadersJSON), r.Attempts, r.Reason, r.LastError,
 			r.ReceivedAt, r.DeadLetteredAt)
 	}
@@ -126,7 +126,7 @@ func nonNil(b []byte) []byte {
 
 // Checkpoints returns the saved position of each partition of source.
 func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error) {
-	rows, _ := d.pool.Query(ctx, d.q.checkpoints, scope, source)
+	rows, _ := d.pool.Query(ctx, d.q.Checkpoints, scope, source)
 	out := map[int32]int64{}
 	var text string
 	var pos int64

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // A transaction with a deferred checkpoint move (DeferAdvance) has not
@@ -66,14 +67,14 @@ func (h *handlerTx) LargeObjects() pgx.LargeObjects {
 }
 
 // commitDeferred commits a transaction that never began: one round trip
-// with the BEGIN, markBatch, the checkpoint move (which fails the rest
+// with the BEGIN, pgsql.MarkBatch, the checkpoint move (which fails the rest
 // when the checkpoint moved: store.ErrCheckpointMoved), the queued
 // statements and the COMMIT.
 func (t *pgTx) commitDeferred(ctx context.Context) error {
 	b := t.firstBatch()
 	first := len(b.QueuedQueries)
 	sent := t.queueInto(b)
-	b.Queue(commitSetting)
+	b.Queue(pgsql.CommitSetting)
 	b.Queue("COMMIT")
 	c, err := t.pool.Acquire(ctx)
 	if err != nil {
@@ -92,7 +93,7 @@ func (t *pgTx) commitDeferred(ctx context.Context) error {
 }
 
 // firstError is the error of a deferred commit's first statements (the
-// BEGIN, markBatch, the checkpoint move): store.ErrCheckpointMoved for the
+// BEGIN, pgsql.MarkBatch, the checkpoint move): store.ErrCheckpointMoved for the
 // move's failure; a queued statement's, named, when pgx could not prepare
 // or encode it (it fails the batch before anything is sent).
 func firstError(err error, sent []string) error {

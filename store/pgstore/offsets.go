@@ -10,6 +10,7 @@ import (
 
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 var _ store.CheckpointAdvancer = (*pgTx)(nil)
@@ -23,7 +24,7 @@ var _ store.CheckpointAdvancer = (*pgTx)(nil)
 // arms the commit guard, as the claim does: this is the first statement
 // of a batch that writes no inbox row.
 func advanceSQL(t schema.Tables) string {
-	return t.Expand(guardCTE + `,
+	return t.Expand(pgsql.GuardCTE + `,
 up AS (UPDATE {checkpoints} SET position = $4, updated_at = now()
        WHERE scope = $1 AND source = $2 AND partition = $3 AND position = $5::bigint
        RETURNING 1),

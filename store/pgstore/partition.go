@@ -46,6 +46,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // ErrNotPartitioned is returned by the partition methods of a Driver whose
@@ -106,7 +108,7 @@ func (d *Driver) Partitioned(ctx context.Context) (bool, error) {
 }
 
 func (d *Driver) partitionName(period int64) string {
-	return qualify(d.schema, d.t.Prefix+"inbox_p"+strconv.FormatInt(period, 10))
+	return pgsql.Qualify(d.schema, d.t.Prefix+"inbox_p"+strconv.FormatInt(period, 10))
 }
 
 // expandP expands the table placeholders and {periods}.

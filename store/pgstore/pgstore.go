@@ -21,6 +21,7 @@ import (
 
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 //go:embed migrations/*.sql
@@ -103,7 +104,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("pgstore: Options.PartitionPeriod %s is below the minimum of 1m", opts.PartitionPeriod)
 	}
 	t := schema.NewTables(opts.Schema, opts.TablePrefix)
-	periods := qualify(opts.Schema, opts.TablePrefix+"inbox_periods")
+	periods := pgsql.Qualify(opts.Schema, opts.TablePrefix+"inbox_periods")
 	return &Driver{pool: pool, schema: opts.Schema, t: t, q: newQueries(t, periods), opts: opts, periods: periods}, nil
 }
 

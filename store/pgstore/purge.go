@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 var _ store.Purger = (*Driver)(nil)
@@ -60,14 +61,8 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = g.backend_pid)`
 	return res, err
 }
 
-// purgeLockTimeout is how long a purge batch's plain DELETE may wait for a
-// row that another transaction holds (a Forget, or the claim of an expired
-// key) before the batch is redone skipping locked rows.
-const purgeLockTimeout = "50ms"
-
 // deleteBatch deletes at most req.Limit rows of each table in one
-// transaction: by ctid in the plain layout (a heap fetch, no index probe),
-// by key in the partitioned one (a ctid is unique only per partition).
+// transaction (pgsql.PurgeDeletes).
 //
 // The fast path is a plain DELETE: expired rows are almost never locked,
 // and locking each row first (FOR UPDATE SKIP LOCKED) writes every heap
@@ -89,28 +84,15 @@ func (d *Driver) deleteBatch(ctx context.Context, req store.PurgeRequest, l *lay
 
 func (d *Driver) deleteOnce(ctx context.Context, req store.PurgeRequest, l *layout, locking string) (store.PurgeResult, error) {
 	var res store.PurgeResult
-	inbox := `DELETE FROM {inbox} WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2)
-		ORDER BY received_at LIMIT $3` + locking + `))`
-	if l.partitioned {
-		inbox = `DELETE FROM {inbox} i USING (
-		SELECT scope, message_id, period FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2)
-		ORDER BY received_at LIMIT $3` + locking + `) v
-		WHERE i.scope = v.scope AND i.message_id = v.message_id AND i.period = v.period`
-	}
-	other := func(table, column string) string {
-		return `DELETE FROM ` + table + ` WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM ` + table + ` WHERE ` + column + ` < $1 AND ($2 = '' OR scope = $2)
-		ORDER BY ` + column + ` LIMIT $3` + locking + `))`
-	}
+	deletes := pgsql.PurgeDeletes(l.partitioned, locking)
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+purgeLockTimeout+`'; SET LOCAL synchronous_commit = off`); err != nil {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+pgsql.PurgeLockTimeout+`'; SET LOCAL synchronous_commit = off`); err != nil {
 			return err
 		}
 		for _, p := range []struct {
 			sql string
 			n   *int64
-		}{{inbox, &res.Inbox}, {other("{attempts}", "last_failed_at"), &res.Attempts}, {other("{drift}", "detected_at"), &res.Drift}} {
+		}{{deletes[0], &res.Inbox}, {deletes[1], &res.Attempts}, {deletes[2], &res.Drift}} {
 			tag, err := tx.Exec(ctx, d.t.Expand(p.sql), req.Before, req.Scope, req.Limit)
 			if err != nil {
 				return err
@@ -126,14 +108,7 @@ func (d *Driver) deleteOnce(ctx context.Context, req store.PurgeRequest, l *layo
 // also the rows of the partitions it would drop.
 func (d *Driver) purgeDryRun(ctx context.Context, req store.PurgeRequest, l *layout) (store.PurgeResult, error) {
 	var res store.PurgeResult
-	inbox := `(SELECT count(*) FROM {inbox} WHERE received_at < $1 AND ($2 = '' OR scope = $2))`
-	if l.partitioned {
-		inbox = `(SELECT count(*) FROM {inbox} WHERE ($2 = '' OR scope = $2) AND (received_at < $1
-			OR ($2 = '' AND period IN (SELECT period FROM {periods} WHERE ended_at < $1 AND dropped_at IS NULL))))`
-	}
-	err := d.pool.QueryRow(ctx, d.expandP(`SELECT `+inbox+`,
-		(SELECT count(*) FROM {attempts} WHERE last_failed_at < $1 AND ($2 = '' OR scope = $2)),
-		(SELECT count(*) FROM {drift} WHERE detected_at < $1 AND ($2 = '' OR scope = $2))`),
+	err := d.pool.QueryRow(ctx, d.expandP(pgsql.PurgeCount(l.partitioned)),
 		req.Before, req.Scope).Scan(&res.Inbox, &res.Attempts, &res.Drift)
 	if err != nil {
 		return res, fmt.Errorf("pgstore: purge dry run: %w", err)

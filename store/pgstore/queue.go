@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // queued is a statement a handler queued with Queue.
@@ -87,12 +88,12 @@ func (t *pgTx) FlushQueued(ctx context.Context) error {
 var errQueuedEndedTx = errors.New("pgstore: it ended the batch transaction (COMMIT or ROLLBACK as SQL); " +
 	"the statements queued after it were rolled back")
 
-// queueInto moves the queued statements into b, followed by checkBatch
+// queueInto moves the queued statements into b, followed by pgsql.CheckBatch
 // (a queued statement that ended the transaction fails it, and what ran
 // after it is rolled back instead of committing on its own), and returns
 // their texts.
 func (t *pgTx) queueInto(b *pgx.Batch) []string {
-	defer b.Queue(checkBatch)
+	defer b.Queue(pgsql.CheckBatch)
 	sent := make([]string, len(t.queue))
 	for i, q := range t.queue {
 		b.Queue(q.sql, q.args...)
@@ -108,13 +109,13 @@ func (t *pgTx) queueInto(b *pgx.Batch) []string {
 func (t *pgTx) commitQueued(ctx context.Context) error {
 	b := &pgx.Batch{}
 	sent := t.queueInto(b)
-	b.Queue(commitSetting)
+	b.Queue(pgsql.CommitSetting)
 	b.Queue("COMMIT")
 	return t.finishCommit(ctx, t.tx.SendBatch(ctx, b), sent)
 }
 
 // finishCommit reads the results of the queued statements sent and of
-// the commitSetting and COMMIT after them, and rolls the transaction back
+// the pgsql.CommitSetting and COMMIT after them, and rolls the transaction back
 // if one failed.
 func (t *pgTx) finishCommit(ctx context.Context, br pgx.BatchResults, sent []string) error {
 	err := closeQueued(br, sent, func() error {
@@ -209,7 +210,7 @@ func endsTx(tag pgconn.CommandTag) bool {
 	return t == "ROLLBACK" || t == "COMMIT" || strings.HasPrefix(t, "PREPARE TRANSACTION")
 }
 
-// checkQueued reads checkBatch's result: its failure says that a
+// checkQueued reads pgsql.CheckBatch's result: its failure says that a
 // queued statement ended the transaction, the one at ended if known.
 func checkQueued(br pgx.BatchResults, ended int, sent []string) error {
 	_, err := br.Exec()
@@ -222,8 +223,8 @@ func checkQueued(br pgx.BatchResults, ended int, sent []string) error {
 	return &store.QueuedStatementError{Index: ended, SQL: sent[ended], Err: errQueuedEndedTx}
 }
 
-// isNotBatchTx reports checkBatch's failure (also in commitSQL).
+// isNotBatchTx reports pgsql.CheckBatch's failure (also in pgsql.CommitSQL).
 func isNotBatchTx(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, notBatchTx)
+	return errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, pgsql.NotBatchTx)
 }

@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // pgTx begins lazily: when its first statement is the claim, the BEGIN
@@ -58,9 +53,9 @@ func (t *pgTx) PlanCheckpoint(cp store.Checkpoint) {
 	}
 }
 
-// txOptions begin every batch transaction: its COMMIT is commitSQL, the
+// txOptions begin every batch transaction: its COMMIT is pgsql.CommitSQL, the
 // only one the commit guard lets through.
-var txOptions = pgx.TxOptions{CommitQuery: commitSQL}
+var txOptions = pgx.TxOptions{CommitQuery: pgsql.CommitSQL}
 
 // Tx returns the open transaction as handlers see it: guarded, so that
 // its Commit and Rollback are refused. The processor calls it only after
@@ -71,133 +66,6 @@ func (t *pgTx) Tx() pgx.Tx {
 		t.htx = &handlerTx{Tx: t.tx, owner: t}
 	}
 	return t.htx
-}
-
-// handlerTx is the pgx.Tx handed to handlers. Commit and Rollback end
-// nothing: they return store.ErrTxEndByHandler and are reported by Check,
-// so the message fails. Begin (a savepoint) and every statement pass
-// through, but only while the transaction is open: after a handler ended
-// it with COMMIT or ROLLBACK as SQL, its statements would run in
-// autocommit mode, so they get errTxEnded instead (statements sent
-// through Conn() are not guarded).
-type handlerTx struct {
-	pgx.Tx
-	owner *pgTx
-	ended string
-}
-
-var errTxEnded = errors.New("pgstore: the batch transaction has ended (a handler ran COMMIT or ROLLBACK as SQL): statement refused")
-
-// open reports whether the transaction is still open: local state. A
-// handler that kept its transaction after the batch ended finds it ended
-// (its connection may serve another batch by then).
-func (h *handlerTx) open() bool {
-	if h.Tx == nil {
-		return h.owner.waiting()
-	}
-	return h.owner.tx == h.Tx && h.Tx.Conn().PgConn().TxStatus() != 'I'
-}
-
-func (h *handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if err := h.begin(ctx); err != nil {
-		return nil, err
-	}
-	if !h.open() {
-		return nil, errTxEnded
-	}
-	return h.Tx.Begin(ctx)
-}
-
-func (h *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
-	if err := h.begin(ctx); err != nil {
-		return 0, err
-	}
-	if !h.open() {
-		return 0, errTxEnded
-	}
-	return h.Tx.CopyFrom(ctx, table, cols, src)
-}
-
-func (h *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if err := h.begin(ctx); err != nil {
-		return pgx.FailedBatchResults(b, err)
-	}
-	if !h.open() {
-		return pgx.FailedBatchResults(b, errTxEnded)
-	}
-	return h.Tx.SendBatch(ctx, b)
-}
-
-func (h *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	if err := h.begin(ctx); err != nil {
-		return nil, err
-	}
-	if !h.open() {
-		return nil, errTxEnded
-	}
-	return h.Tx.Prepare(ctx, name, sql)
-}
-
-func (h *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if err := h.begin(ctx); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	if !h.open() {
-		return pgconn.CommandTag{}, errTxEnded
-	}
-	return h.Tx.Exec(ctx, sql, args...)
-}
-
-func (h *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := h.begin(ctx); err != nil {
-		return nil, err
-	}
-	if !h.open() {
-		return nil, errTxEnded
-	}
-	return h.Tx.Query(ctx, sql, args...)
-}
-
-func (h *handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := h.begin(ctx); err != nil {
-		return errRow{err}
-	}
-	if !h.open() {
-		return errRow{}
-	}
-	return h.Tx.QueryRow(ctx, sql, args...)
-}
-
-// serverOrNetwork reports whether a handler's error says that the server
-// or the network closed its connection (not its own context).
-func serverOrNetwork(err error) bool {
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var pe *pgconn.PgError
-	var ne net.Error
-	return errors.As(err, &pe) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET)
-}
-
-// errRow is the Row of a QueryRow that was refused: err, else errTxEnded.
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	return errTxEnded
-}
-
-func (h *handlerTx) Commit(context.Context) error {
-	h.ended = "tx.Commit"
-	return store.ErrTxEndByHandler
-}
-
-func (h *handlerTx) Rollback(context.Context) error {
-	h.ended = "tx.Rollback"
-	return store.ErrTxEndByHandler
 }
 
 // Check reads the connection's local state after a handler: no round trip.
@@ -255,174 +123,17 @@ func (t *pgTx) begin(ctx context.Context) error {
 }
 
 // firstBatch begins a transaction's first round trip: the BEGIN,
-// markBatch, which the commit checks, and a deferred checkpoint move
+// pgsql.MarkBatch, which the commit checks, and a deferred checkpoint move
 // (DeferAdvance), which arms the commit guard.
 func (t *pgTx) firstBatch() *pgx.Batch {
 	b := &pgx.Batch{}
 	b.BeginTx(txOptions)
-	b.Queue(markBatch)
+	b.Queue(pgsql.MarkBatch)
 	if t.advance != nil {
 		b.Queue(t.q.advanceGuarded, t.advance...)
 		t.advance = nil
 	}
 	return b
-}
-
-func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
-	v := viewClaimRows(rows)
-	args := newClaimArgs(v)
-	res := make([]store.ClaimResult, len(rows))
-	claim, classify := t.q.claim, t.q.claimClassify
-	plan := t.takePlan()
-	if plan != nil {
-		claim, classify = t.q.claimCP, t.q.claimClassifyCP
-		args = append(args, checkpointArgs(plan)...)
-	}
-	var err error
-	switch {
-	case t.layout.partitioned:
-		err = t.claimed(ctx, t.q.claimPartitioned, markInserted(v, res), args...)
-	case t.q.duplicates.Load() && distinct(v):
-		err = t.claimed(ctx, classify, classifyClaimed(res), args...)
-	default:
-		err = t.claimed(ctx, claim, markInserted(v, res), args...)
-	}
-	if err != nil {
-		return res, err
-	}
-	t.saved = plan
-	return t.afterClaim(ctx, res, v)
-}
-
-// takePlan returns the planned checkpoint (PlanCheckpoint) for the claim
-// to save in its statement, nil if none was planned or the transaction
-// began before the claim; either way the plan is used up. The claim sets
-// t.saved to it once it succeeded.
-func (t *pgTx) takePlan() *store.Checkpoint {
-	plan := t.plan
-	t.plan = nil
-	if t.tx != nil {
-		return nil
-	}
-	return plan
-}
-
-// checkpointArgs are the parameters of a checkpoint's row, in the order
-// the statements that save one take them.
-func checkpointArgs(cp *store.Checkpoint) []any {
-	return []any{cp.Scope, cp.Source, cp.PartitionText(), cp.Position}
-}
-
-// newClaimArgs are a claim's parameters $1-$7 (batchRows): columns of v,
-// read in place; a column with one value throughout goes as that one
-// value.
-func newClaimArgs(v claimView) []any {
-	text := func(field func(*store.ClaimRow) *string, compact bool) textColumn {
-		n := v.n
-		if compact {
-			n = v.length(func(a, b *store.ClaimRow) bool { return *field(a) == *field(b) })
-		}
-		return textColumn{v: v, n: n, field: field}
-	}
-	return []any{
-		text(func(r *store.ClaimRow) *string { return &r.Scope }, true),
-		text(func(r *store.ClaimRow) *string { return &r.MessageID }, false),
-		text(func(r *store.ClaimRow) *string { return &r.Source }, true),
-		text(func(r *store.ClaimRow) *string { return &r.SourcePosition }, true),
-		text(func(r *store.ClaimRow) *string { return &r.PartitionKey }, true),
-		hashColumn{v},
-		// The database keeps no location: equal instants are one value.
-		receivedColumn{v, v.length(func(a, b *store.ClaimRow) bool { return a.ReceivedAt.Equal(b.ReceivedAt) })},
-	}
-}
-
-// afterClaim chooses the next claim and looks up the keys the claim left
-// unanswered.
-func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, v claimView) ([]store.ClaimResult, error) {
-	if !t.layout.partitioned {
-		t.expectDuplicates(res)
-	}
-	// The keys the claim left unanswered: every key not inserted, or with
-	// claimClassify those whose conflicting row was committed after the
-	// claim's snapshot.
-	var pending []int
-	for i := range res {
-		if res[i].Status == 0 {
-			pending = append(pending, i)
-		}
-	}
-	if len(pending) == 0 {
-		return res, nil
-	}
-	return res, t.lookup(ctx, res, pending, v)
-}
-
-// expectDuplicates chooses the next claim from this one's answer. The
-// claim that also classifies the keys it did not insert saves a round
-// trip to batches with duplicates, but costs every batch a little more
-// server time than the one that returns the inserted keys only; with
-// duplicates (redeliveries) coming in runs, the last batch is a good guess
-// for the next one.
-func (t *pgTx) expectDuplicates(res []store.ClaimResult) {
-	dups := false
-	for i := range res {
-		if res[i].Status != store.ClaimNew {
-			dups = true
-			break
-		}
-	}
-	if t.q.duplicates.Load() != dups {
-		t.q.duplicates.Store(dups)
-	}
-}
-
-// distinct reports whether no key repeats in rows, as Claim's contract
-// says: claimClassify would report every copy of a key inserted, the
-// plain claim only one.
-func distinct(v claimView) bool {
-	seen := make(map[store.Key]struct{}, v.n)
-	for i := range v.n {
-		k := v.key(i)
-		if _, ok := seen[k]; ok {
-			return false
-		}
-		seen[k] = struct{}{}
-	}
-	return true
-}
-
-// claimed runs a claim statement, beginning the transaction in the same
-// round trip if it is the first statement, and hands its rows to scan.
-func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) error, args ...any) error {
-	if t.tx != nil {
-		rs, err := t.tx.Query(ctx, claim, args...)
-		if err != nil {
-			return err
-		}
-		return scan(rs)
-	}
-	b := t.firstBatch()
-	if t.layout.partitioned {
-		// Same round trip; the claim's own snapshot is taken after the
-		// lock is granted (partition.go).
-		b.Queue(lockPeriodShared, t.layout.periodLock)
-	}
-	b.Queue(claim, args...).Query(scan)
-	return t.sendFirst(ctx, b)
-}
-
-// sendFirst sends b, the transaction's first round trip (it begins with
-// pgx.Batch.BeginTx), on a connection the transaction holds until it
-// ends, and closes its results.
-func (t *pgTx) sendFirst(ctx context.Context, b *pgx.Batch) error {
-	c, err := t.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	t.conn = c
-	br := c.SendBatch(ctx, b)
-	t.tx = br.Tx() // rolled back (or closed) by the caller on error
-	return movedError(br.Close())
 }
 
 // release hands the connection back to the pool once the transaction
@@ -435,136 +146,7 @@ func (t *pgTx) release() {
 	}
 }
 
-// classifyClaimed scans a claim ending in classifySelect: one row per
-// key it did not insert, with its ordinal and the stored hashes its
-// snapshot saw (a key with neither stays unanswered, for the lookup);
-// the keys it does not return were inserted.
-func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
-	return func(rs pgx.Rows) error {
-		for i := range res {
-			res[i].Status = store.ClaimNew
-		}
-		var ord int
-		var hash, dead []byte
-		_, err := pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
-			if ord < 1 || ord > len(res) {
-				return fmt.Errorf("pgstore: claim returned ordinal %d for a batch of %d", ord, len(res))
-			}
-			r := &res[ord-1]
-			r.Status = 0
-			classifySeen(r, hash, dead)
-			return nil
-		})
-		return err
-	}
-}
-
-// markInserted scans a claim that returns the keys it inserted, and marks
-// them ClaimNew. The keys are found by binary search over the batch's
-// order sorted by key, compared with the result's bytes in place: no
-// string or map entry per row.
-func markInserted(v claimView, res []store.ClaimResult) func(pgx.Rows) error {
-	return func(rs pgx.Rows) error {
-		defer rs.Close()
-		order := make([]int32, v.n)
-		for i := range order {
-			order[i] = int32(i)
-		}
-		slices.SortFunc(order, func(a, b int32) int { return compareKeys(v.key(int(a)), v.key(int(b))) })
-		for rs.Next() {
-			raw := rs.RawValues()
-			if len(raw) != 2 || raw[0] == nil || raw[1] == nil {
-				return fmt.Errorf("pgstore: claim returned %d values, want a scope and a message id", len(raw))
-			}
-			k := store.Key{Scope: inPlace(raw[0]), MessageID: inPlace(raw[1])}
-			j, ok := slices.BinarySearchFunc(order, k, func(e int32, k store.Key) int { return compareKeys(v.key(int(e)), k) })
-			if !ok {
-				return fmt.Errorf("pgstore: claim returned unknown key %q/%q", k.Scope, k.MessageID)
-			}
-			res[order[j]].Status = store.ClaimNew
-		}
-		return rs.Err()
-	}
-}
-
-func compareKeys(a, b store.Key) int {
-	if c := strings.Compare(a.Scope, b.Scope); c != 0 {
-		return c
-	}
-	return strings.Compare(a.MessageID, b.MessageID)
-}
-
-// inPlace is b as a string without a copy, valid only while b is: a
-// result's bytes, until the next row.
-func inPlace(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// markOrdinals marks the rows whose 1-based ordinals the claim returns as
-// inserted.
-func markOrdinals(res []store.ClaimResult) func(pgx.Rows) error {
-	return func(rs pgx.Rows) error {
-		var ord int64
-		_, err := pgx.ForEachRow(rs, []any{&ord}, func() error {
-			if ord < 1 || ord > int64(len(res)) {
-				return fmt.Errorf("pgstore: claim returned ordinal %d of a batch of %d", ord, len(res))
-			}
-			res[ord-1].Status = store.ClaimNew
-			return nil
-		})
-		return err
-	}
-}
-
-// classifySeen classifies a key that was not inserted from what a
-// statement saw of it (the inbox row's and the dead letter's payload
-// hashes), and reports whether it saw it at all.
-func classifySeen(r *store.ClaimResult, hash, dead []byte) bool {
-	switch {
-	case hash != nil:
-		r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
-	case dead != nil:
-		r.Status, r.StoredHash = store.ClaimDeadLettered, append([]byte(nil), dead...)
-	default:
-		return false
-	}
-	return true
-}
-
-// lookup fills in the rows at the indexes pending, in a statement of its
-// own: a new READ COMMITTED snapshot, which sees the rows of the
-// transactions the claim waited for. Only those are looked up, each index
-// probe costs as much as an insert's.
-func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []int, v claimView) error {
-	lscopes, lids := make([]string, len(pending)), make([]string, len(pending))
-	for j, i := range pending {
-		k := v.key(i)
-		lscopes[j], lids[j] = k.Scope, k.MessageID
-	}
-	lookup := t.q.lookup
-	if t.layout.partitioned {
-		lookup = t.q.lookupPartitioned
-	}
-	var db querier = t.pool // after an autocommitted claim (CommitEffect)
-	if t.tx != nil {
-		db = t.tx
-	}
-	rs, err := db.Query(ctx, lookup, lscopes, lids)
-	if err != nil {
-		return err
-	}
-	var ord int
-	var hash, dead []byte
-	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
-		if ord < 1 || ord > len(pending) {
-			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
-		}
-		if i := pending[ord-1]; !classifySeen(&res[i], hash, dead) {
-			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, v.key(i).Scope, v.key(i).MessageID)
-		}
-		return nil
-	})
-	return err
-}
-
+// RecordDrift inserts the drift rows in the transaction.
 func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
@@ -580,10 +162,11 @@ func insertDrift(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DriftR
 		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
 		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
 	}
-	_, err := tx.Exec(ctx, q.drift, scopes, ids, sources, positions, stored, received, at)
+	_, err := tx.Exec(ctx, q.Drift, scopes, ids, sources, positions, stored, received, at)
 	return err
 }
 
+// Savepoint sets the message's savepoint.
 func (t *pgTx) Savepoint(ctx context.Context) error {
 	if err := t.begin(ctx); err != nil {
 		return err
@@ -592,6 +175,8 @@ func (t *pgTx) Savepoint(ctx context.Context) error {
 	return err
 }
 
+// RollbackToSavepoint undoes the message's work, the statements its
+// handler queued included.
 func (t *pgTx) RollbackToSavepoint(ctx context.Context) error {
 	t.queue = nil // the failed handler's statements
 	_, err := t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT txinbox_message")
@@ -644,6 +229,7 @@ func (t *pgTx) Rollback(ctx context.Context) error {
 	return t.tx.Rollback(ctx)
 }
 
+// DeadLetter inserts the dead letters in the transaction.
 func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
@@ -651,6 +237,7 @@ func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error
 	return insertDeadLetters(ctx, t.tx, t.q, rows)
 }
 
+// SaveCheckpoint saves cp, unless the claim already saved it.
 func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 	if t.saved != nil {
 		if *t.saved == cp {
@@ -662,6 +249,6 @@ func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, t.q.checkpoint, checkpointArgs(&cp)...)
+	_, err := t.tx.Exec(ctx, t.q.Checkpoint, checkpointArgs(&cp)...)
 	return err
 }
