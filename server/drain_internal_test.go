@@ -53,6 +53,8 @@ func TestStopHeldBySourceNotBatch(t *testing.T) {
 		{0, false, "kafka did not stop within 200ms, waiting on its broker (no batch was in flight: nothing is lost)"},
 		{1, true, "1 batches still in flight after 200ms were cut (sources not stopped: kafka)"},
 	} {
+		defer func(g, w time.Duration) { cutGrace, commitWait = g, w }(cutGrace, commitWait)
+		cutGrace, commitWait = 100*time.Millisecond, 100*time.Millisecond
 		release := make(chan struct{})
 		var log strings.Builder
 		srv, err := New(Config{ShutdownTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil)),
@@ -107,5 +109,34 @@ func TestPurgeScopesOnlyWhenRetentionsDiffer(t *testing.T) {
 	got = srv.PurgeScopes()
 	if len(got) != 1 || got[0] != (purge.ScopeRetention{Scope: "kafka", Retention: 60 * day}) {
 		t.Errorf("kafka at 60d and amqp into the same scope at 10d: %+v, want kafka 60d once", got)
+	}
+}
+
+// TestStopAwaitsCutCommit: a stop that cuts a batch returns only once the
+// batch left its transaction (its COMMIT's outcome known), even past the
+// grace given to a source stuck on its broker.
+func TestStopAwaitsCutCommit(t *testing.T) {
+	defer func(g time.Duration) { cutGrace = g }(cutGrace)
+	cutGrace = 20 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	srv, err := New(Config{ShutdownTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Sources: []Source{{Name: "kafka", Scope: "kafka", Source: stuckSource{release}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.inFlight.Store(1)
+	const commitEnds = 400 * time.Millisecond
+	var ended atomic.Bool
+	time.AfterFunc(commitEnds, func() { ended.Store(true); srv.inFlight.Add(-1) })
+	ctx, stop := context.WithCancel(context.Background())
+	stop()
+	err = srv.Run(ctx)
+	if !ended.Load() {
+		t.Errorf("Run returned (%v) while the cut batch was still in its transaction", err)
+	}
+	var cut *CutError
+	if !errors.As(err, &cut) || cut.Batches != 1 {
+		t.Errorf("Run = %v, want a *CutError of 1 batch", err)
 	}
 }

@@ -147,10 +147,7 @@ func (s *Server) stop(ctx context.Context, eps []*endpoint, units []unit, wg *sy
 			}
 		}
 		cut.Batches = s.cutAfterTimeout(cut.Stuck)
-		select {
-		case <-drained:
-		case <-time.After(5 * time.Second): // a source stuck on its broker: return anyway
-		}
+		s.awaitCut(drained)
 	}
 	if cut.Requests == nil && cut.Batches == 0 {
 		return nil
@@ -173,6 +170,42 @@ func (s *Server) cutAfterTimeout(stuck []string) int64 {
 			strings.Join(stuck, ", "), duration.Format(s.cfg.ShutdownTimeout)))
 	}
 	return n
+}
+
+// cutGrace is how long a stop waits after a cut for the sources to
+// return before it returns anyway (a source stuck on its broker), unless
+// a cut batch is still in its transaction.
+var cutGrace = 5 * time.Second
+
+// commitWait is txinbox.CommitWait, a variable for the tests.
+var commitWait = txinbox.CommitWait
+
+// awaitCut waits after a cut until the sources returned, or, after
+// cutGrace, until no batch is in its transaction any more: a batch cut
+// while its COMMIT was on the server ends once that COMMIT's outcome is
+// known, within txinbox.CommitWait, so Run does not return while a commit
+// it cut may still land. A source stuck on its broker with no batch in
+// flight holds the stop for cutGrace only.
+func (s *Server) awaitCut(drained <-chan struct{}) {
+	grace := time.After(cutGrace)
+	bound := time.After(cutGrace + commitWait)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	graceOver := false
+	for {
+		select {
+		case <-drained:
+			return
+		case <-bound:
+			return
+		case <-grace:
+			graceOver = true
+		case <-tick.C:
+		}
+		if graceOver && s.inFlight.Load() == 0 {
+			return
+		}
+	}
 }
 
 // drainHook detaches each batch transaction of the broker sources from the
