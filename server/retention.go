@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/source"
 )
 
@@ -25,7 +26,7 @@ func (s Shortfall) String() string {
 			"again after that would be processed again", h.What, h.Figure, r.Setting)
 	}
 	return fmt.Sprintf("%s is shorter than %s of %s: a message delivered again after %s would be processed again",
-		r.Setting, h.Figure, h.What, FormatDays(r.Keep))
+		r.Setting, h.Figure, h.What, duration.Format(r.Keep))
 }
 
 // RetentionError is Run's (and CheckRetention's) refusal to start: a

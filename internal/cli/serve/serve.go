@@ -132,7 +132,7 @@ type serveOptions struct {
 	EffectSQL statements
 	// AS4Retention keeps the AS4 scope's rows this long; empty: --retention.
 	AS4Retention string
-	as4Retention retention
+	as4Retention server.Retention
 	// Relay runs an outbox relay beside the sources: --relay-target and
 	// the other relay-* flags, named as txinbox relay's.
 	Relay relayFlags
@@ -421,7 +421,7 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, db *clikit.InboxDB, dr
 	}
 	err = srv.AddEndpoint(server.Endpoint{Name: "as4", Listen: o.AS4Listen, Handler: h, Scope: o.Scope,
 		RetryWindow: source.Horizon{What: "the AS4 partners", Within: o.ops.retryWindow, Figure: "--retry-window " + o.ops.RetryWindow},
-		Retention:   o.as4Retention.server(), ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+		Retention:   o.as4Retention, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout})
 	if err != nil {
 		h.Close()

@@ -95,7 +95,7 @@ func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOption
 			if f.name != "" {
 				s.name = f.name
 			}
-			err := srv.Add(server.Source{Name: s.name, Scope: s.scope, Source: sourceAdapter{s}, Retention: f.retentions[kind].server()})
+			err := srv.Add(server.Source{Name: s.name, Scope: s.scope, Source: sourceAdapter{s}, Retention: f.retentions[kind]})
 			if err != nil {
 				closeAll()
 				return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/server"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -80,7 +81,7 @@ func readListedSource(kind string, item *yaml.Node, path string) (listedSource, 
 
 // validateListed checks each listed source like the flags of one, and
 // that no two sources share a name.
-func (o *serveOptions) validateListed(retryWindow time.Duration, def retention) error {
+func (o *serveOptions) validateListed(retryWindow time.Duration, def server.Retention) error {
 	names := map[string]bool{}
 	for _, kind := range sourceKinds {
 		names[kind] = o.sources.has(kind)

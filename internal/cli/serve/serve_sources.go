@@ -19,7 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/jetstream"
@@ -51,17 +53,10 @@ type sourceFlags struct {
 
 	amqpWindow, natsWindow time.Duration // parsed by validate
 	// retentions are the parsed retentions by source kind.
-	retentions map[string]retention
+	retentions map[string]server.Retention
 	// name names a source of a config file's list (serve_config.go);
 	// empty for the flags' sources, named by their kind.
 	name string
-}
-
-// retention is how long a scope's inbox rows are kept, and the flag that
-// says so (for messages).
-type retention struct {
-	d      time.Duration
-	figure string // e.g. "--kafka-retention 60d", "--retention 30d"
 }
 
 func (f *sourceFlags) register(fs *flag.FlagSet) {
@@ -108,7 +103,7 @@ func (f *sourceFlags) configured() bool {
 }
 
 // validate checks each configured source's flags; errors name the flag.
-func (f *sourceFlags) validate(retryWindow time.Duration, def retention) error {
+func (f *sourceFlags) validate(retryWindow time.Duration, def server.Retention) error {
 	need := func(on bool, flags ...[2]string) error {
 		if !on {
 			return nil
@@ -143,7 +138,7 @@ func (f *sourceFlags) validate(retryWindow time.Duration, def retention) error {
 	if f.KafkaSessionTimeout <= 0 || f.NATSAckWait < time.Second {
 		return errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
 	}
-	f.retentions = map[string]retention{}
+	f.retentions = map[string]server.Retention{}
 	for _, r := range []struct{ name, v string }{{"kafka", f.KafkaRetention}, {"amqp", f.AMQPRetention}, {"sqs", f.SQSRetention}, {"nats", f.NATSRetention}} {
 		ret, err := retentionOr(r.name+"-retention", r.v, def)
 		if err != nil {
@@ -189,15 +184,15 @@ func windowOr(flagName, v string, def time.Duration) (time.Duration, error) {
 }
 
 // retentionOr parses a source's --NAME retention, or returns def when empty.
-func retentionOr(flagName, v string, def retention) (retention, error) {
+func retentionOr(flagName, v string, def server.Retention) (server.Retention, error) {
 	if v == "" {
 		return def, nil
 	}
 	d, err := clikit.ParseRetention(v)
 	if err != nil {
-		return retention{}, fmt.Errorf("--%s: %w", flagName, err)
+		return server.Retention{}, fmt.Errorf("--%s: %w", flagName, err)
 	}
-	return retention{d: d, figure: "--" + flagName + " " + v}, nil
+	return server.Retention{Keep: d, Setting: "--" + flagName + " " + v}, nil
 }
 
 func splitList(s string) []string {
@@ -287,7 +282,7 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	inbox.MaxAttempts, inbox.Backoff = f.KafkaMaxAttempts, exponentialBackoff(f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	lo, hi := kafkaHoldTime(f.KafkaMaxAttempts, f.KafkaBackoffInitial, f.KafkaBackoffMax)
 	se.logger.Info("kafka: a record that keeps failing holds its partition until it is dead-lettered",
-		"max_attempts", f.KafkaMaxAttempts, "hold_min", clikit.FormatDuration(lo), "hold_max", clikit.FormatDuration(hi))
+		"max_attempts", f.KafkaMaxAttempts, "hold_min", duration.Format(lo), "hold_max", duration.Format(hi))
 	proc, err := newProcessor(se, "kafka", inbox)
 	if err != nil {
 		return nil, err
@@ -344,7 +339,7 @@ func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 
 func retryWindowFigure(flagName, v string, d time.Duration) string {
 	if v == "" {
-		return "--retry-window " + formatDays(d)
+		return "--retry-window " + duration.Format(d)
 	}
 	return "--" + flagName + " " + v
 }
