@@ -126,6 +126,11 @@ type Source struct {
 	// source.Horizoner, the retention check reads its horizons at start.
 	// Required.
 	Source source.Source
+	// RetryWindow is how long the producers may send a message again (a
+	// RabbitMQ or NATS producer's retry window): the retention check
+	// compares it with the scope's retention beside the broker's own
+	// horizons (source.Horizoner). Defaults to none: only the broker's.
+	RetryWindow source.Horizon
 	// Retention is the scope's own retention. Defaults to
 	// Config.Retention.
 	Retention Retention

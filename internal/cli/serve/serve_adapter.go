@@ -7,59 +7,8 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/server"
-	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/store"
 )
-
-// sourceAdapter offers a serveSource to package server: the source
-// package's optional interfaces, with serve's retry window added to the
-// broker's horizons.
-type sourceAdapter struct{ s *serveSource }
-
-var (
-	_ source.Readier   = sourceAdapter{}
-	_ source.Lagger    = sourceAdapter{}
-	_ source.Horizoner = sourceAdapter{}
-)
-
-// Run consumes until ctx is done.
-func (a sourceAdapter) Run(ctx context.Context) error { return a.s.src.Run(ctx) }
-
-// Ready reports whether the source is connected.
-func (a sourceAdapter) Ready(ctx context.Context) error {
-	if r, ok := a.s.src.(source.Readier); ok {
-		return r.Ready(ctx)
-	}
-	return nil
-}
-
-// Lag reads the messages waiting at the broker, by partition.
-func (a sourceAdapter) Lag(ctx context.Context) ([]source.Lag, error) {
-	if l, ok := a.s.src.(source.Lagger); ok {
-		return l.Lag(ctx)
-	}
-	return nil, nil
-}
-
-// RedeliveryHorizons reads how long the broker can deliver a message
-// again, and adds serve's retry window.
-func (a sourceAdapter) RedeliveryHorizons(ctx context.Context) ([]source.Horizon, error) {
-	if a.s.unchecked != nil {
-		a.s.unchecked()
-		return nil, nil
-	}
-	var hs []source.Horizon
-	if h, ok := a.s.src.(source.Horizoner); ok {
-		var err error
-		if hs, err = h.RedeliveryHorizons(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if a.s.window != nil {
-		hs = append(hs, *a.s.window)
-	}
-	return hs, nil
-}
 
 // addSources builds the broker sources of the flags and of the config
 // file's lists, their processors with the server's hooks and the
@@ -95,7 +44,7 @@ func addSources[TTx any](ctx context.Context, srv *server.Server, o *serveOption
 			if f.name != "" {
 				s.name = f.name
 			}
-			err := srv.Add(server.Source{Name: s.name, Scope: s.scope, Source: sourceAdapter{s}, Retention: f.retentions[kind]})
+			err := srv.Add(server.Source{Name: s.name, Scope: s.scope, Source: s.src, RetryWindow: s.window, Retention: f.retentions[kind]})
 			if err != nil {
 				closeAll()
 				return nil, err

@@ -212,13 +212,10 @@ type serveSource struct {
 	name  string // kafka, amqp, sqs, nats, or the config file's name
 	scope string
 	src   source.Source
-	// window, when set, is a horizon of the senders' own (a retry window)
-	// besides the broker's.
-	window *source.Horizon
-	// unchecked, when set, replaces the broker's horizons (Kafka offset
-	// keys need none) and logs why.
-	unchecked func()
-	close     func()
+	// window is the producers' retry window (server.Source.RetryWindow),
+	// if any.
+	window source.Horizon
+	close  func()
 }
 
 // sourceEnv is what building a source needs besides its flags.
@@ -255,7 +252,7 @@ func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, e
 
 // fromSource is a broker source as serve runs it; window, when set, is a
 // horizon of the senders' own (a retry window) besides the broker's.
-func fromSource(name, scope string, src source.Source, close func(), window *source.Horizon) *serveSource {
+func fromSource(name, scope string, src source.Source, close func(), window source.Horizon) *serveSource {
 	return &serveSource{name: name, scope: scope, src: src, close: close, window: window}
 }
 
@@ -295,14 +292,7 @@ func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, erro
 	if err := checkSeeds(seeds); err != nil {
 		return nil, err
 	}
-	s := fromSource("kafka", f.KafkaScope, c, func() {}, nil)
-	if f.KafkaKey == "offset" {
-		s.unchecked = func() {
-			se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
-				"topics", topics)
-		}
-	}
-	return s, nil
+	return fromSource("kafka", f.KafkaScope, c, func() {}, source.Horizon{}), nil
 }
 
 // checkSeeds refuses a seed list the Kafka client refuses: a usage error
@@ -334,7 +324,7 @@ func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 	}
 	window := source.Horizon{What: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), Within: f.amqpWindow,
 		Figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
-	return fromSource("amqp", f.AMQPScope, c, func() {}, &window), nil
+	return fromSource("amqp", f.AMQPScope, c, func() {}, window), nil
 }
 
 func retryWindowFigure(flagName, v string, d time.Duration) string {
@@ -372,7 +362,7 @@ func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error)
 	if err != nil {
 		return nil, fmt.Errorf("sqs source: %w", err)
 	}
-	return fromSource("sqs", f.SQSScope, c, func() {}, nil), nil
+	return fromSource("sqs", f.SQSScope, c, func() {}, source.Horizon{}), nil
 }
 
 func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
@@ -411,7 +401,7 @@ func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error
 			nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
 		}
 		nc.Close()
-	}, &window), nil
+	}, window), nil
 }
 
 // sqsConfig loads the AWS configuration the way the AWS CLI and SDKs do:
