@@ -49,6 +49,17 @@ func TestPagesLoadReadOnlyWithoutCredentials(t *testing.T) {
 	}
 }
 
+// TestDurationsInTxinboxSyntax: the overview writes a scope's retention
+// as the CLI does (1d), not in Go's syntax (24h0m0s).
+func TestDurationsInTxinboxSyntax(t *testing.T) {
+	e := newEnv(t, console.Auth{}) // the scope's retention is 24h
+	e.process(msg("inv-1", "A"))
+	_, body := e.get("/ui/", nil)
+	if !strings.Contains(body, `<td class="num">1d</td>`) || strings.Contains(body, "24h0m0s") {
+		t.Errorf("the overview does not show the 1-day retention as 1d:\n%s", body)
+	}
+}
+
 func TestSecurityHeaders(t *testing.T) {
 	e := newEnv(t, console.Auth{})
 	resp, err := e.srv.Client().Get(e.srv.URL + "/ui/")

@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/txinbox/txinbox/duration"
 )
 
 // page is what every template gets.
@@ -35,8 +37,10 @@ var funcs = template.FuncMap{
 		if d <= 0 {
 			return "-"
 		}
-		return d.Round(time.Second).String()
+		return duration.Format(d.Round(time.Second))
 	},
+	// dur writes a duration as txinbox serve's flags take it: 1d, not 24h0m0s.
+	"dur":  duration.Format,
 	"hex":  func(b []byte) string { return fmt.Sprintf("%x", b) },
 	"px":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"path": func(s string) string { return url.PathEscape(s) },

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/txinbox/txinbox/console"
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/purge"
@@ -48,7 +48,7 @@ type Config struct {
 	// Retention is how long the inbox rows of a scope without a retention
 	// of its own are kept: the retention check compares it with what each
 	// source can deliver again, and the purger deletes older rows.
-	// Defaults to 30 days.
+	// Defaults to DefaultRetention.
 	Retention Retention
 	// AcceptShortRetention starts the server although a retention is
 	// shorter than a source's redelivery horizon (a message delivered
@@ -126,6 +126,11 @@ type Source struct {
 	// source.Horizoner, the retention check reads its horizons at start.
 	// Required.
 	Source source.Source
+	// RetryWindow is how long the producers may send a message again (a
+	// RabbitMQ or NATS producer's retry window): the retention check
+	// compares it with the scope's retention beside the broker's own
+	// horizons (source.Horizoner). Defaults to none: only the broker's.
+	RetryWindow source.Horizon
 	// Retention is the scope's own retention. Defaults to
 	// Config.Retention.
 	Retention Retention
@@ -168,11 +173,15 @@ type Relay struct {
 	Relay *outbox.Relay
 }
 
+// DefaultRetention is Config.Retention's default, 30 days: txinbox serve's
+// --retention default too.
+const DefaultRetention = 30 * duration.Day
+
 // Retention is how long a scope's inbox rows are kept, and where that was
 // configured.
 type Retention struct {
 	// Keep is the retention. Zero: the default (Config.Retention for a
-	// source, 30 days for Config.Retention).
+	// source, DefaultRetention for Config.Retention).
 	Keep time.Duration
 	// Setting names where Keep was set, for the retention check's
 	// messages, e.g. "--kafka-retention 60d". Defaults to "retention"
@@ -185,17 +194,13 @@ func (r Retention) or(def Retention) Retention {
 		return def
 	}
 	if r.Setting == "" {
-		r.Setting = "retention " + FormatDays(r.Keep)
+		r.Setting = "retention " + duration.Format(r.Keep)
 	}
 	return r
 }
 
-// FormatDays writes d in txinbox's duration syntax, whole days as days:
-// "30d", "1d12h", "90s".
-func FormatDays(d time.Duration) string { return duration.Format(d) }
-
 func (c Config) withDefaults() Config {
-	c.Retention = c.Retention.or(Retention{Keep: 30 * 24 * time.Hour, Setting: "retention 30d"})
+	c.Retention = c.Retention.or(Retention{Keep: DefaultRetention, Setting: "retention " + duration.Format(DefaultRetention)})
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

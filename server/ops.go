@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/source"

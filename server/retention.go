@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/source"
 )
 
@@ -25,7 +26,7 @@ func (s Shortfall) String() string {
 			"again after that would be processed again", h.What, h.Figure, r.Setting)
 	}
 	return fmt.Sprintf("%s is shorter than %s of %s: a message delivered again after %s would be processed again",
-		r.Setting, h.Figure, h.What, FormatDays(r.Keep))
+		r.Setting, h.Figure, h.What, duration.Format(r.Keep))
 }
 
 // RetentionError is Run's (and CheckRetention's) refusal to start: a
@@ -59,33 +60,23 @@ func Shortfalls(retention Retention, horizons []source.Horizon) []Shortfall {
 }
 
 // CheckRetention reads each source's redelivery horizons (those that are a
-// source.Horizoner, and the endpoints' RetryWindow) and compares them with
-// the scope's retention. It returns a *RetentionError naming both figures
-// of each shortfall, unless Config.AcceptShortRetention, which logs each
-// as a warning instead; or the error of a source that could not be asked.
-// Run calls it once its operations listener answers.
+// source.Horizoner, and the sources' and endpoints' RetryWindow) and
+// compares them with the scope's retention. It returns a *RetentionError
+// naming both figures of each shortfall, unless
+// Config.AcceptShortRetention, which logs each as a warning instead; or
+// the error of a source that could not be asked. Run calls it once its
+// operations listener answers.
 func (s *Server) CheckRetention(ctx context.Context) error {
 	var short []Shortfall
 	for _, e := range s.cfg.Endpoints {
-		if e.RetryWindow.Within > 0 || e.RetryWindow.Forever {
-			short = append(short, Shortfalls(e.Retention.or(s.cfg.Retention), []source.Horizon{e.RetryWindow})...)
-		}
+		short = append(short, Shortfalls(e.Retention.or(s.cfg.Retention), windows(nil, e.RetryWindow))...)
 	}
 	for _, src := range s.cfg.Sources {
-		hz, ok := src.Source.(source.Horizoner)
-		if !ok {
-			continue
-		}
-		step := fmt.Sprintf("checking the retention against the %s source (up to %s)", src.Name, s.cfg.HorizonTimeout)
-		s.starting.Store(&step)
-		hctx, cancel := context.WithTimeout(ctx, s.cfg.HorizonTimeout)
-		hs, err := hz.RedeliveryHorizons(hctx)
-		cancel()
-		s.starting.Store(nil)
+		hs, err := s.horizons(ctx, src)
 		if err != nil {
 			return fmt.Errorf("checking the retention against the %s source: %w", src.Name, err)
 		}
-		short = append(short, Shortfalls(src.Retention.or(s.cfg.Retention), hs)...)
+		short = append(short, Shortfalls(src.Retention.or(s.cfg.Retention), windows(hs, src.RetryWindow))...)
 	}
 	if len(short) == 0 {
 		return nil
@@ -98,4 +89,27 @@ func (s *Server) CheckRetention(ctx context.Context) error {
 		return nil
 	}
 	return &RetentionError{Shortfalls: short, Hint: "raise the retention, or accept the shortfall with " + s.cfg.AcceptShortRetentionName}
+}
+
+// horizons reads the broker's horizons of src, if it is a
+// source.Horizoner, within Config.HorizonTimeout.
+func (s *Server) horizons(ctx context.Context, src Source) ([]source.Horizon, error) {
+	hz, ok := src.Source.(source.Horizoner)
+	if !ok {
+		return nil, nil
+	}
+	step := fmt.Sprintf("checking the retention against the %s source (up to %s)", src.Name, s.cfg.HorizonTimeout)
+	s.starting.Store(&step)
+	defer s.starting.Store(nil)
+	hctx, cancel := context.WithTimeout(ctx, s.cfg.HorizonTimeout)
+	defer cancel()
+	return hz.RedeliveryHorizons(hctx)
+}
+
+// windows adds a retry window, when one is set, to the horizons hs.
+func windows(hs []source.Horizon, window source.Horizon) []source.Horizon {
+	if window.Within > 0 || window.Forever {
+		hs = append(hs, window)
+	}
+	return hs
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 )
 
 // CutError is Run's error when a stop took longer than the shutdown

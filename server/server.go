@@ -16,7 +16,8 @@
 //	err = srv.Run(ctx) // until ctx is done, then the drain
 //
 // Run compares each scope's retention with what its source can deliver
-// again (while /healthz already answers and /readyz names the check) (source.Horizoner, Endpoint.RetryWindow) and refuses to
+// again (while /healthz already answers and /readyz names the check)
+// (source.Horizoner, Source.RetryWindow, Endpoint.RetryWindow) and refuses to
 // start with a *RetentionError when a retention is shorter, unless
 // Config.AcceptShortRetention.
 package server

@@ -329,6 +329,45 @@ func TestRetentionRefusal(t *testing.T) {
 	}
 }
 
+// TestSourceRetryWindow: a source's RetryWindow is checked beside its
+// broker's horizons, also for a source that is no source.Horizoner: a
+// retention shorter than the window is refused naming the window's
+// figure, one that covers it passes.
+func TestSourceRetryWindow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	window := source.Horizon{What: `RabbitMQ queue "invoices"`, Figure: "--amqp-retry-window 7d", Within: 7 * 24 * time.Hour}
+	for _, tc := range []struct {
+		keep      time.Duration
+		horizoner bool
+		refused   bool
+	}{{3 * 24 * time.Hour, true, true}, {3 * 24 * time.Hour, false, true}, {8 * 24 * time.Hour, true, false}, {8 * 24 * time.Hour, false, false}} {
+		srv, err := server.New(server.Config{Logger: quiet(), Retention: server.Retention{Keep: tc.keep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := f.source(t, srv, "amqp", func(context.Context, pgx.Tx, *txinbox.Message) error { return nil })
+		src.horizons = []source.Horizon{{What: "the broker", Figure: "2d", Within: 2 * 24 * time.Hour}}
+		var s source.Source = src
+		if !tc.horizoner {
+			s = struct{ source.Source }{src} // Run only
+		}
+		if err := srv.Add(server.Source{Name: "amqp", Scope: "amqp", Source: s, RetryWindow: window}); err != nil {
+			t.Fatal(err)
+		}
+		err = srv.CheckRetention(context.Background())
+		var short *server.RetentionError
+		switch {
+		case tc.refused && (!errors.As(err, &short) || len(short.Shortfalls) != 1 || short.Shortfalls[0].Horizon != window):
+			t.Errorf("retention %s, horizoner %v: %v, want a RetentionError of the retry window alone", tc.keep, tc.horizoner, err)
+		case tc.refused && !strings.Contains(err.Error(), `is shorter than --amqp-retry-window 7d of RabbitMQ queue "invoices"`):
+			t.Errorf("the refusal does not name the window's figure: %v", err)
+		case !tc.refused && err != nil:
+			t.Errorf("retention %s covers the window: %v", tc.keep, err)
+		}
+	}
+}
+
 // TestTwoSourcesOfOneKind: two sources with their own names and scopes
 // over one inbox each process their messages; a name used twice is
 // refused.

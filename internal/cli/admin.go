@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store"
 )
@@ -63,7 +64,7 @@ func (c *statusCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	c.db.Define(fs)
 	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
-	clikit.DurationFlag(fs.FlagSet, &c.retention, "retention", 30*clikit.Day, false, "rows received longer ago than this count as expired (waiting for the purge)")
+	clikit.DurationFlag(fs.FlagSet, &c.retention, "retention", 30*duration.Day, false, "rows received longer ago than this count as expired (waiting for the purge)")
 	fs.StringVar(&c.scopeRetention, "scope-retention", "",
 		"retentions of scopes that differ from --retention, as SCOPE=DURATION,... (e.g. as4=90d,kafka=45d, as serve's --as4-retention ...)")
 }
@@ -88,9 +89,9 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	ob, obErr := db.OutboxStore().Stats(ctx) // an error: the outbox table is older than the relay (migrate)
 	retentionOf := func(scope string) string {
 		if d, ok := perScope[scope]; ok {
-			return clikit.FormatDuration(d)
+			return duration.Format(d)
 		}
-		return clikit.FormatDuration(c.retention)
+		return duration.Format(c.retention)
 	}
 	if c.json {
 		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr))
@@ -143,7 +144,7 @@ func printStatusTotals(w io.Writer, db *clikit.InboxDB, s store.ScopeStats) {
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.Where, db.Kind)
 	fmt.Fprintf(w, "inbox rows\t%d (%d expired)\n", s.Inbox, s.Expired)
 	if !s.OldestInbox.IsZero() {
-		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), clikit.FormatDuration(time.Since(s.OldestInbox).Round(time.Second)))
+		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), duration.Format(time.Since(s.OldestInbox).Round(time.Second)))
 	}
 	fmt.Fprintf(w, "failing messages (retried, not processed yet)\t%d\n", s.Attempts)
 	fmt.Fprintf(w, "dead letters (not dropped)\t%d\n", s.DeadLetters)

@@ -19,21 +19,17 @@ import (
 
 // commands are the top-level commands, in the order help lists them.
 func commands() []clikit.Command {
-	return []clikit.Command{
+	return append([]clikit.Command{
 		&demo.Command{Invoicer: invoicerdemo.Run}, &migrateCommand{}, &serve.Command{}, serve.RelayParent(),
 		&statusCommand{}, &inspectCommand{}, &forgetCommand{}, dlqParent(), driftParent(),
 		&purgeCommand{}, &keyCommand{}, &bench.Command{},
 		&versionCommand{}, &completionCommand{},
-		// The demo's child processes.
-		clikit.RawCommand{Name: "demo-consumer", Func: demo.RunConsumer},
-		clikit.RawCommand{Name: "demo-consumer-amqp", Func: demo.RunConsumerAMQP},
-		clikit.RawCommand{Name: "demo-consumer-kafka", Func: demo.RunConsumerKafka},
-		clikit.RawCommand{Name: "demo-consumer-nats", Func: demo.RunConsumerNATS},
-		clikit.RawCommand{Name: "demo-consumer-sqs", Func: demo.RunConsumerSQS},
+		// The demo's child processes: the consumers of its brokers
+		// (demo.ChildCommands), and the invoicer scenario's.
 		clikit.RawCommand{Name: "demo-invoicer-consumer", Func: invoicerdemo.RunConsumer},
 		clikit.RawCommand{Name: "demo-invoicer-relay", Func: invoicerdemo.RunRelay},
 		clikit.RawCommand{Name: "demo-invoicer-partner", Func: invoicerdemo.RunPartner},
-	}
+	}, demo.ChildCommands()...)
 }
 
 // Main runs the command named by args[0] and returns the process exit status.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -34,7 +35,7 @@ func (c *migrateCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	c.dbf.Define(fs)
 	fs.Group("Partitions (PostgreSQL)", func() {
 		fs.BoolVar(&c.partitioned, "partitioned", false, "create the inbox partitioned by period, purged by dropping partitions (chosen at the first migrate)")
-		clikit.DurationFlag(fs.FlagSet, &c.period, "partition-period", 7*clikit.Day, false, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
+		clikit.DurationFlag(fs.FlagSet, &c.period, "partition-period", 7*duration.Day, false, "with --partitioned: how long one partition receives new rows (e.g. a quarter of the retention)")
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
@@ -41,7 +42,7 @@ serve runs the same purge in the background.`,
 
 func (c *purgeCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 	c.dbf.Define(fs)
-	clikit.DurationFlag(fs.FlagSet, &c.olderThan, "older-than", 30*clikit.Day, false, "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
+	clikit.DurationFlag(fs.FlagSet, &c.olderThan, "older-than", 30*duration.Day, false, "retention: delete rows received longer ago than this (e.g. 30d, 720h)")
 	fs.StringVar(&c.scope, "scope", "", "only this scope (default: all)")
 	fs.BoolVar(&c.dry, "dry-run", false, "count what would be deleted, delete nothing")
 	clikit.IntFlag(fs.FlagSet, &c.batch, "batch", 5000, 1, "rows per batch transaction (adapts between 500 and 50,000)")
@@ -51,7 +52,7 @@ func (c *purgeCommand) Define(fs *clikit.FlagSet, _ *clikit.Env) {
 func (c *purgeCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	// The flags under the names the purge below was written with.
 	env, dbf, retention, scope, dry, batch, asJSON := in.Env, c.dbf, c.olderThan, &c.scope, &c.dry, &c.batch, &c.json
-	olderThan := clikit.FormatDuration(c.olderThan)
+	olderThan := duration.Format(c.olderThan)
 	db, err := clikit.OpenMigrated(ctx, dbf, 2)
 	if err != nil {
 		return in.Fail(clikit.ExitUsage, "%v", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/source"
 )
 
@@ -54,10 +54,13 @@ func (c *Consumer) Lag(ctx context.Context) ([]source.Lag, error) {
 
 // RedeliveryHorizons returns each topic's retention.ms: a group whose
 // offsets are reset reads every record the topic still keeps. With
-// OffsetKey it returns none: a record read again is at or below its
-// partition's watermark, which the inbox keeps whatever the retention.
+// OffsetKey it returns none, and logs so: a record read again is at or
+// below its partition's watermark, which the inbox keeps whatever the
+// retention. This is the one place that decides it.
 func (c *Consumer) RedeliveryHorizons(ctx context.Context) ([]source.Horizon, error) {
 	if c.offsetKeyed {
+		c.cfg.Logger.InfoContext(ctx, "txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
+			"topics", c.cfg.Topics)
 		return nil, nil
 	}
 	var hs []source.Horizon

@@ -2,6 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func errString(err error) string {
 
 // TestRedeliveryHorizons reads retention.ms of each topic of a header-keyed
 // consumer (a negative one keeps records for ever); an offset-keyed one
-// has none, its records being covered by the watermarks.
+// has none, its records being covered by the watermarks, and logs why.
 func TestRedeliveryHorizons(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, newCluster(t), 1)
@@ -80,10 +82,15 @@ func TestRedeliveryHorizons(t *testing.T) {
 		t.Errorf("RedeliveryHorizons = %+v, %v; want %+v", hs, err, want)
 	}
 	cfg.Key = kafka.OffsetKey
+	var log strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	if c, err = newConsumer(f.driver, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if hs, err := c.RedeliveryHorizons(ctx); err != nil || len(hs) != 0 {
 		t.Errorf("offset-keyed: RedeliveryHorizons = %+v, %v; want none", hs, err)
+	}
+	if !strings.Contains(log.String(), "Kafka retention not checked: offset-keyed records stay covered") {
+		t.Errorf("offset-keyed: RedeliveryHorizons logged %q, want why the retention is not checked", log.String())
 	}
 }

@@ -9,7 +9,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/source"
 )
 

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
@@ -53,7 +54,7 @@ func (c *Command) Run(ctx context.Context, in *clikit.Invocation) int {
 	if err != nil {
 		return clikit.UsageError(in.Env, in.Path, err.Error())
 	}
-	logger.Info("txinbox bench: starting", "duration", clikit.FormatDuration(c.o.duration), "rounds", c.o.rounds,
+	logger.Info("txinbox bench: starting", "duration", duration.Format(c.o.duration), "rounds", c.o.rounds,
 		"batch", c.o.batch, "conns", c.o.conns, "only", c.only)
 	return c.runBench(ctx, in.Env)
 }

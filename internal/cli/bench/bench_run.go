@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
@@ -40,7 +41,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		return nil, err
 	}
 	defer be.close()
-	rep := &benchReport{DurationPerScenario: clikit.FormatDuration(o.duration)}
+	rep := &benchReport{DurationPerScenario: duration.Format(o.duration)}
 	type scenario struct {
 		key, name string
 		workers   int

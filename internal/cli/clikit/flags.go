@@ -3,12 +3,10 @@ package clikit
 import (
 	"flag"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/txinbox/txinbox/internal/duration"
+	"github.com/txinbox/txinbox/duration"
 )
 
 // The numeric flags of every command are defined through these, so that a
@@ -60,7 +58,7 @@ func Int64Flag(fs *flag.FlagSet, p *int64, name string, def, min int64, usage st
 
 // durationValue is a duration flag that must be positive, or, with
 // zeroOK, not negative. It reads the one duration syntax of every
-// command (ParseDuration: 30d, 1d12h, 90s, 250ms).
+// command (duration.Parse: 30d, 1d12h, 90s, 250ms).
 type durationValue struct {
 	p      *time.Duration
 	zeroOK bool
@@ -71,19 +69,19 @@ func (v durationValue) String() string {
 	if v.p == nil {
 		return "0s"
 	}
-	return FormatDuration(*v.p)
+	return duration.Format(*v.p)
 }
 
 func (v durationValue) Set(s string) error {
-	d, err := ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		return fmt.Errorf("--%s must be a duration (e.g. 30d, 1d12h, 5m, 30s), not %q", v.name, s)
 	}
 	switch {
 	case d < 0:
-		return fmt.Errorf("--%s must not be negative, not %s", v.name, FormatDuration(d))
+		return fmt.Errorf("--%s must not be negative, not %s", v.name, duration.Format(d))
 	case d == 0 && !v.zeroOK:
-		return fmt.Errorf("--%s must be positive, not %s", v.name, FormatDuration(d))
+		return fmt.Errorf("--%s must be positive, not %s", v.name, duration.Format(d))
 	}
 	*v.p = d
 	return nil
@@ -116,59 +114,21 @@ func (v durationText) Set(s string) error { *v.p = s; return nil }
 func (durationText) typeName() string { return "duration" }
 
 // DurationTextFlag defines a string flag that holds a duration in
-// ParseDuration's syntax, read by the command itself (which names the flag
+// duration.Parse's syntax, read by the command itself (which names the flag
 // in its error); help shows it as a duration.
 func DurationTextFlag(fs *flag.FlagSet, p *string, name, def, usage string) {
 	*p = def
 	fs.Var(durationText{p}, name, usage)
 }
 
-// Day is 24 hours: the d of a duration (ParseDuration).
-const Day = duration.Day
-
-// ParseDuration reads a duration the way every txinbox flag does: Go's
-// syntax (300ms, 1.5h, 2h45m) plus days, alone or combined (30d, 1.5d,
-// 1d12h). A sign, if any, comes first and applies to the whole.
-func ParseDuration(s string) (time.Duration, error) {
-	rest, neg := strings.CutPrefix(s, "-")
-	if !neg {
-		rest = strings.TrimPrefix(rest, "+")
-	}
-	var days time.Duration
-	if i := strings.IndexByte(rest, 'd'); i >= 0 {
-		n, err := strconv.ParseFloat(rest[:i], 64)
-		if err != nil || n < 0 || n > 100_000 || strings.ContainsAny(rest[:i], "eEnNiIxX_") {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		days, rest = time.Duration(n*float64(Day)), rest[i+1:]
-		if rest == "" {
-			rest = "0s"
-		}
-	}
-	d, err := time.ParseDuration(rest)
-	if err != nil || d < 0 || d > math.MaxInt64-days { // the last: the sum would overflow
-		return 0, fmt.Errorf("invalid duration %q", s)
-	}
-	d += days
-	if neg {
-		d = -d
-	}
-	return d, nil
-}
-
-// ParseRetention reads a retention: a positive duration (ParseDuration).
+// ParseRetention reads a retention: a positive duration (duration.Parse).
 func ParseRetention(s string) (time.Duration, error) {
-	d, err := ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%q is not a positive duration (e.g. 30d, 720h)", s)
 	}
 	return d, nil
 }
-
-// FormatDuration writes d in ParseDuration's syntax, with whole days as
-// days: 30d, 1d12h, 90s (the reverse of ParseDuration; duration.Format,
-// which the server's logs use too).
-func FormatDuration(d time.Duration) string { return duration.Format(d) }
 
 // fractionValue is a float flag between 0 and 1.
 type fractionValue struct {

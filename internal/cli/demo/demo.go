@@ -161,7 +161,7 @@ func runDemo(ctx context.Context, env *clikit.Env, fs *flag.FlagSet, o Options,
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano())
 	}
-	sum, err := demoSources[o.Source](ctx, env, o)
+	sum, err := demoSources[o.Source].run(ctx, env, o)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox demo:", err)
 		return clikit.ExitFailure
@@ -177,15 +177,33 @@ func runDemo(ctx context.Context, env *clikit.Env, fs *flag.FlagSet, o Options,
 	return clikit.ExitOK
 }
 
-// demoSources are the brokers the demo runs through. Each publishes the
-// plan, runs consumer child processes ("demo-consumer --source NAME"),
-// SIGKILLs them and verifies the effects.
-var demoSources = map[string]func(ctx context.Context, env *clikit.Env, o Options) (*demoSummary, error){
-	"memory":   runDemoScenario,
-	"kafka":    runDemoKafka,
-	"rabbitmq": runDemoRabbitMQ,
-	"nats":     runDemoNATS,
-	"sqs":      runDemoSQS,
+// demoSource is a broker the demo runs through: run publishes the plan,
+// runs consumer child processes (the hidden command child), SIGKILLs
+// them and verifies the effects.
+type demoSource struct {
+	run   func(ctx context.Context, env *clikit.Env, o Options) (*demoSummary, error)
+	child clikit.RawCommand
+}
+
+// demoSources are the brokers of --source: adding one is a file with its
+// run and child functions and a line here.
+var demoSources = map[string]demoSource{
+	"memory":   {runDemoScenario, clikit.RawCommand{Name: "demo-consumer", Func: RunConsumer}},
+	"kafka":    {runDemoKafka, clikit.RawCommand{Name: "demo-consumer-kafka", Func: RunConsumerKafka}},
+	"rabbitmq": {runDemoRabbitMQ, clikit.RawCommand{Name: "demo-consumer-amqp", Func: RunConsumerAMQP}},
+	"nats":     {runDemoNATS, clikit.RawCommand{Name: "demo-consumer-nats", Func: RunConsumerNATS}},
+	"sqs":      {runDemoSQS, clikit.RawCommand{Name: "demo-consumer-sqs", Func: RunConsumerSQS}},
+}
+
+// ChildCommands are the hidden commands of the demo's consumer child
+// processes, one per broker, by name.
+func ChildCommands() []clikit.Command {
+	var out []clikit.Command
+	for _, s := range demoSources {
+		out = append(out, s.child)
+	}
+	slices.SortFunc(out, func(a, b clikit.Command) int { return strings.Compare(a.Info().Name, b.Info().Name) })
+	return out
 }
 
 func demoSourceNames() string {
@@ -201,7 +219,7 @@ func (o *Options) validate(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case demoSources[o.Source] == nil:
+	case demoSources[o.Source].run == nil:
 		return fmt.Errorf("--source %q: use one of %s", o.Source, demoSourceNames())
 	case o.Messages < 1:
 		return fmt.Errorf("--messages must be at least 1, got %d", o.Messages)

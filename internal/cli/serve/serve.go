@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,16 +35,14 @@ type Command struct {
 
 // Info describes txinbox serve for help and completion.
 func (c *Command) Info() clikit.CommandInfo {
-	return clikit.CommandInfo{Name: "serve", Summary: "run the sources (AS4, Kafka, RabbitMQ, SQS, NATS JetStream) until SIGTERM",
-		Description: `Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4
-endpoint at /as4, Kafka, RabbitMQ, SQS and NATS JetStream consumers, an
-effect without Go (--effect outbox|sql), optionally the outbox relay
-(--relay-target), the background purger, and /healthz, /readyz and /metrics
-on --http-listen. The inbox and AS4 tables are migrated at start, and the
-retention is checked against what each source can deliver again. Settings
-come from the flags, then the environment, then --config FILE, then the
-defaults. A first signal drains (batches in flight commit); a second one
-ends the process at once.`,
+	titles := sourceTitles()
+	return clikit.CommandInfo{Name: "serve", Summary: "run the sources (AS4, " + strings.Join(titles, ", ") + ") until SIGTERM",
+		Description: wrapText(`Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4 `+
+			`endpoint at /as4, `+joinList(titles, "and")+` consumers, an effect without Go (--effect outbox|sql), `+
+			`optionally the outbox relay (--relay-target), the background purger, and /healthz, /readyz and /metrics `+
+			`on --http-listen. The inbox and AS4 tables are migrated at start, and the retention is checked against `+
+			`what each source can deliver again. Settings come from the flags, then the environment, then --config FILE, `+
+			`then the defaults. A first signal drains (batches in flight commit); a second one ends the process at once.`, 76),
 		Examples: []clikit.Example{{Command: "txinbox serve --db postgres://localhost/billing --as4-listen :8080 --http-listen :9090"},
 			{Command: "txinbox serve --config txinbox.yaml", What: "settings from a YAML file (keys are the flag names)"},
 			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox"}},
@@ -57,10 +56,9 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.config = defineServeFlags(fs.FlagSet, env, &c.o)
 	fs.GroupPrefix("Database", "db", "schema", "table-prefix")
 	fs.GroupPrefix("AS4 endpoint", "as4-", "scope", "read-", "write-", "idle-")
-	fs.GroupPrefix("Kafka source", "kafka-")
-	fs.GroupPrefix("RabbitMQ source", "amqp-")
-	fs.GroupPrefix("SQS source", "sqs-")
-	fs.GroupPrefix("NATS JetStream source", "nats-")
+	for _, k := range c.o.sources {
+		fs.GroupPrefix(k.title()+" source", k.name()+"-")
+	}
 	fs.GroupPrefix("Effect", "effect")
 	fs.GroupPrefix("Outbox relay", "relay-")
 	fs.GroupPrefix("Retention and purge", "retention", "purge-", "no-purge", "retry-window", "accept-short-retention")
@@ -134,17 +132,18 @@ type serveOptions struct {
 	EffectSQL statements
 	// AS4Retention keeps the AS4 scope's rows this long; empty: --retention.
 	AS4Retention string
-	as4Retention retention
+	as4Retention server.Retention
 	// Relay runs an outbox relay beside the sources: --relay-target and
 	// the other relay-* flags, named as txinbox relay's.
 	Relay relayFlags
 	// ops: --http-listen, --log-format, --retention, --purge-interval,
 	// --no-purge, --retry-window, --accept-short-retention.
 	ops serveOps
-	// sources: --kafka-*, --amqp-*, --sqs-*, --nats-*.
-	sources sourceFlags
-	// listed are the sources of the config file's kafka:, amqp:, sqs:
-	// and nats: lists (serve_config.go).
+	// sources are the flags of a source of each kind (sourceKinds):
+	// --kafka-*, --amqp-*, ...
+	sources []sourceKind
+	// listed are the sources of the config file's lists, one per kind:
+	// kafka:, amqp:, ... (serve_config.go).
 	listed []listedSource
 }
 
@@ -170,9 +169,9 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "" && !o.sources.configured() && len(o.listed) == 0 && o.Relay.target == "":
-		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --kafka-brokers, --amqp-url, " +
-			"--sqs-queue-url or --nats-url (or --relay-target to run only the outbox relay)")
+	case o.AS4Listen == "" && !anyConfigured(o.sources) && len(o.listed) == 0 && o.Relay.target == "":
+		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), " + onFlags() +
+			" (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
 	case o.AS4MaxConcurrent < 0 || o.AS4MaxDecompressed < 0:
@@ -219,10 +218,14 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	clikit.DurationFlag(fs, &o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, false, "time a stop waits for requests and batches in flight")
 	o.ops.register(fs)
 	o.Relay.register(fs, env, "relay-")
-	o.sources.register(fs)
+	o.sources = newSourceKinds()
+	for _, k := range o.sources {
+		k.register(fs)
+	}
 	fs.StringVar(&o.Effect, "effect", string(effect.None), "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+effect.Params)
-	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and kafka:, amqp:, sqs:, nats: lists of named sources; the environment's TXINBOX_* and the flags win)")
+	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and "+listKeys()+
+		" lists of named sources; the environment's TXINBOX_* and the flags win)")
 }
 
 // finish reads --config, then checks the settings and fills the defaults;
@@ -248,7 +251,7 @@ func (o *serveOptions) validateFlags() error {
 	if o.as4Retention, err = retentionOr("as4-retention", o.AS4Retention, o.ops.defaultRetention()); err != nil {
 		return err
 	}
-	if err := o.sources.validate(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
+	if err := validateKinds(o.sources, o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
 		return err
 	}
 	if err := o.validateListed(o.ops.retryWindow, o.ops.defaultRetention()); err != nil {
@@ -376,7 +379,7 @@ func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions,
 		}
 		closers = append(closers, func() { h.Close() })
 	}
-	closeSources, err := addSources(ctx, srv, o, db, driver, eff, env, logger)
+	closeSources, err := addSources(srv, o, driver, eff, env, logger)
 	if err != nil {
 		return nil, closeAll, clikit.ExitUsage, err
 	}
@@ -427,7 +430,7 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 	}
 	err = srv.AddEndpoint(server.Endpoint{Name: "as4", Listen: o.AS4Listen, Handler: h, Scope: o.Scope,
 		RetryWindow: source.Horizon{What: "the AS4 partners", Within: o.ops.retryWindow, Figure: "--retry-window " + o.ops.RetryWindow},
-		Retention:   o.as4Retention.server(), ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+		Retention:   o.as4Retention, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout})
 	if err != nil {
 		h.Close()

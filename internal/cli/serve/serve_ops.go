@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/server"
@@ -41,7 +42,7 @@ type serveOps struct {
 func (o *serveOps) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPListen, "http-listen", "", "address for /healthz, /readyz and /metrics (default: none)")
 	o.log.Register(fs)
-	clikit.DurationTextFlag(fs, &o.Retention, "retention", "30d", "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
+	clikit.DurationTextFlag(fs, &o.Retention, "retention", duration.Format(server.DefaultRetention), "keep inbox rows this long; the purger deletes older ones (e.g. 30d, 720h)")
 	clikit.DurationFlag(fs, &o.PurgeInterval, "purge-interval", time.Minute, false, "pause between purge rounds")
 	fs.BoolVar(&o.NoPurge, "no-purge", false, "do not run the background purger (run txinbox purge yourself)")
 	clikit.DurationTextFlag(fs, &o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
@@ -70,12 +71,9 @@ func (o *serveOps) validate() error {
 }
 
 // defaultRetention is --retention.
-func (o *serveOps) defaultRetention() retention {
-	return retention{d: o.retention, figure: "--retention " + o.Retention}
+func (o *serveOps) defaultRetention() server.Retention {
+	return server.Retention{Keep: o.retention, Setting: "--retention " + o.Retention}
 }
-
-// formatDays writes d in days when it is whole days, else as a duration.
-var formatDays = server.FormatDays
 
 func (o *serveOps) logger(w io.Writer) *slog.Logger {
 	l, _ := o.log.NewLogger(w) // validated
@@ -92,7 +90,7 @@ func (o *serveOptions) serverConfig(env *clikit.Env, db *clikit.InboxDB, logger 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg = server.Config{Ping: db.Ping, Logger: logger, Registry: registry, TracerProvider: tp,
-		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention().server(), ShutdownTimeout: o.ShutdownTimeout,
+		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention(), ShutdownTimeout: o.ShutdownTimeout,
 		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention"}
 	if o.ops.HTTPListen != "" {
 		cfg.Console = o.ops.console.config(db, as4Store)
@@ -120,9 +118,4 @@ func (o *serveOptions) serverConfig(env *clikit.Env, db *clikit.InboxDB, logger 
 		cfg.Purger = db.Admin.(store.Purger)
 	}
 	return cfg, closeRelay, nil
-}
-
-// server is the retention as package server takes it.
-func (r retention) server() server.Retention {
-	return server.Retention{Keep: r.d, Setting: r.figure}
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/as4"
+	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
-	"github.com/txinbox/txinbox/server"
 )
 
 // TestSampleConfigLoads: the repository's txinbox.yaml loads into a
@@ -48,7 +48,7 @@ func TestSampleConfigLoads(t *testing.T) {
 	cfg := srv.Config()
 	var got []string
 	for _, s := range cfg.Sources {
-		got = append(got, s.Name+"/"+s.Scope+"/"+server.FormatDays(s.Retention.Keep))
+		got = append(got, s.Name+"/"+s.Scope+"/"+duration.Format(s.Retention.Keep))
 	}
 	want := "orders/orders/45d invoices/invoices/60d returns/returns/45d refunds/refunds/45d"
 	if strings.Join(got, " ") != want {

@@ -1,161 +1,189 @@
 package serve
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/logging"
-	"github.com/nats-io/nats.go"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/duration"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
-	"github.com/txinbox/txinbox/source/amqp"
-	"github.com/txinbox/txinbox/source/jetstream"
-	"github.com/txinbox/txinbox/source/kafka"
-	"github.com/txinbox/txinbox/source/sqs"
 	"github.com/txinbox/txinbox/store"
 )
 
-// sourceFlags are the broker sources of serve. A source is on when any of
-// its flags is set; then its required flags must be set too. Each source
-// has its own processor (and scope) over the one inbox database.
-type sourceFlags struct {
-	KafkaBrokers, KafkaTopics, KafkaGroup, KafkaKey, KafkaScope string
-	KafkaSessionTimeout                                         time.Duration
-	// KafkaMaxAttempts, KafkaBackoffInitial and KafkaBackoffMax bound
-	// how long a failing record holds its partition (kafkaHoldTime).
-	KafkaMaxAttempts                     int
-	KafkaBackoffInitial, KafkaBackoffMax time.Duration
+// sourceKinds are serve's broker sources by kind, in the order help lists
+// them. Serve's flags, the config file's lists, the checks and the
+// building all go through this table: adding a kind is a file with its
+// sourceKind and a line here.
+var sourceKinds = []func() sourceKind{newKafkaKind, newAMQPKind, newSQSKind, newNATSKind}
 
-	AMQPURL, AMQPQueue, AMQPKey, AMQPScope, AMQPRetryWindow string
-
-	SQSQueueURL, SQSEndpoint, SQSRegion, SQSKey, SQSScope string
-
-	NATSURL, NATSStream, NATSConsumer, NATSKey, NATSScope, NATSRetryWindow string
-	NATSAckWait                                                            time.Duration
-
-	// The sources' own retentions (--kafka-retention, ...); empty: --retention.
-	KafkaRetention, AMQPRetention, SQSRetention, NATSRetention string
-
-	amqpWindow, natsWindow time.Duration // parsed by validate
-	// retentions are the parsed retentions by source kind.
-	retentions map[string]retention
-	// name names a source of a config file's list (serve_config.go);
-	// empty for the flags' sources, named by their kind.
-	name string
+// sourceKind is one kind of broker source of serve. A value holds the
+// flags of one source of the kind: serve's own --KIND-* flags, or one
+// item of a config file's KIND: list (the same flags without the KIND-
+// prefix). Each source has its own processor (and scope) over the one
+// inbox database.
+type sourceKind interface {
+	// name is the kind: the prefix of its flags (--kafka-brokers), the
+	// name and scope of its source by default, and its config file list.
+	name() string
+	// title names the kind in help: "Kafka" (the group "Kafka source").
+	title() string
+	// register defines the kind's flags on fs, bound to the value.
+	register(fs *flag.FlagSet)
+	// required are the flags that turn the source on, with their values:
+	// any of them set turns it on, and then every one is required. The
+	// first is the one serve names when no source is given.
+	required() []setting
+	// validate checks and parses the flags; errors name the flag.
+	// retryWindow and def are --retry-window and --retention.
+	validate(retryWindow time.Duration, def server.Retention) error
+	// build creates the source, named by the kind; none connects yet
+	// (the SQS and Kafka clients connect lazily; NATS retries in the
+	// background). close closes what it opened, once the server stopped.
+	build(se sourceEnv) (src server.Source, close func(), err error)
 }
 
-// retention is how long a scope's inbox rows are kept, and the flag that
-// says so (for messages).
-type retention struct {
-	d      time.Duration
-	figure string // e.g. "--kafka-retention 60d", "--retention 30d"
-}
+// setting is a flag of a kind and its value.
+type setting struct{ flag, value string }
 
-func (f *sourceFlags) register(fs *flag.FlagSet) {
-	s := fs.StringVar
-	s(&f.KafkaBrokers, "kafka-brokers", "", "Kafka bootstrap brokers, host:port separated by commas (turns the Kafka source on)")
-	s(&f.KafkaTopics, "kafka-topics", "", "Kafka topics consumed, separated by commas")
-	s(&f.KafkaGroup, "kafka-group", "", "Kafka consumer group")
-	s(&f.KafkaKey, "kafka-key", "offset", "message id of a record: offset (topic/partition/offset) or header:NAME")
-	s(&f.KafkaScope, "kafka-scope", "kafka", "inbox scope of the Kafka records")
-	clikit.DurationFlag(fs, &f.KafkaSessionTimeout, "kafka-session-timeout", 45*time.Second, false, "Kafka group session timeout")
-	clikit.IntFlag(fs, &f.KafkaMaxAttempts, "kafka-max-attempts", 10, 1,
-		"failed attempts that dead-letter a Kafka record; until then it holds its partition (see docs/kafka.md)")
-	clikit.DurationFlag(fs, &f.KafkaBackoffInitial, "kafka-backoff-initial", time.Second, false,
-		"wait after a Kafka record's first failed attempt, doubling after each further one")
-	clikit.DurationFlag(fs, &f.KafkaBackoffMax, "kafka-backoff-max", 5*time.Minute, false, "longest wait between a Kafka record's attempts")
-	s(&f.AMQPURL, "amqp-url", "", "RabbitMQ URL, amqp://user:pass@host:5672/vhost (turns the RabbitMQ source on)")
-	s(&f.AMQPQueue, "amqp-queue", "", "RabbitMQ queue consumed (it must exist)")
-	s(&f.AMQPKey, "amqp-key", "message-id", "message id of a delivery: message-id (the property) or header:NAME")
-	s(&f.AMQPScope, "amqp-scope", "amqp", "inbox scope of the RabbitMQ deliveries")
-	clikit.DurationTextFlag(fs, &f.AMQPRetryWindow, "amqp-retry-window", "", "how long RabbitMQ producers may resend a message (default: --retry-window)")
-	s(&f.SQSQueueURL, "sqs-queue-url", "", "SQS queue URL (turns the SQS source on; credentials from the AWS SDK's default chain: environment, shared files and AWS_PROFILE, web identity, container or instance role)")
-	s(&f.SQSEndpoint, "sqs-endpoint", "", "SQS endpoint URL (default: the region's)")
-	s(&f.SQSRegion, "sqs-region", "", "AWS region of the queue (default: AWS_REGION, else the shared config profile's region)")
-	s(&f.SQSKey, "sqs-key", "message-id", "message id of a message: message-id, dedup-id (FIFO) or attribute:NAME")
-	s(&f.SQSScope, "sqs-scope", "sqs", "inbox scope of the SQS messages")
-	s(&f.NATSURL, "nats-url", "", "NATS server URL(s), separated by commas (turns the NATS JetStream source on)")
-	s(&f.NATSStream, "nats-stream", "", "JetStream stream consumed")
-	s(&f.NATSConsumer, "nats-consumer", "", "durable JetStream consumer (created or updated at start)")
-	s(&f.NATSKey, "nats-key", "msg-id", "message id of a message: msg-id (Nats-Msg-Id, else stream/sequence), sequence or header:NAME")
-	s(&f.NATSScope, "nats-scope", "nats", "inbox scope of the NATS messages")
-	clikit.DurationTextFlag(fs, &f.NATSRetryWindow, "nats-retry-window", "", "how long NATS publishers may resend a message (default: --retry-window)")
-	clikit.DurationFlag(fs, &f.NATSAckWait, "nats-ack-wait", 30*time.Second, false, "JetStream AckWait: an unacked message comes back after it")
-	for _, r := range []struct {
-		v    *string
-		name string
-	}{{&f.KafkaRetention, "kafka"}, {&f.AMQPRetention, "amqp"}, {&f.SQSRetention, "sqs"}, {&f.NATSRetention, "nats"}} {
-		clikit.DurationTextFlag(fs, r.v, r.name+"-retention", "", "keep the "+r.name+" scope's inbox rows this long (default: --retention)")
+// configured reports whether any of k's required flags is set.
+func configured(k sourceKind) bool {
+	for _, s := range k.required() {
+		if s.value != "" {
+			return true
+		}
 	}
+	return false
 }
 
-// configured reports whether any broker source is configured.
-func (f *sourceFlags) configured() bool {
-	return f.KafkaBrokers+f.KafkaTopics+f.KafkaGroup+f.AMQPURL+f.AMQPQueue+f.SQSQueueURL+f.NATSURL+f.NATSStream+f.NATSConsumer != ""
-}
-
-// validate checks each configured source's flags; errors name the flag.
-func (f *sourceFlags) validate(retryWindow time.Duration, def retention) error {
-	need := func(on bool, flags ...[2]string) error {
-		if !on {
-			return nil
-		}
-		for _, fl := range flags {
-			if fl[1] == "" {
-				return fmt.Errorf("--%s is required with the %s source", fl[0], strings.SplitN(fl[0], "-", 2)[0])
-			}
-		}
+// missing names the first required flag of k left empty while another
+// turns the source on.
+func missing(k sourceKind) error {
+	if !configured(k) {
 		return nil
 	}
-	if err := errors.Join(
-		need(f.KafkaBrokers+f.KafkaTopics+f.KafkaGroup != "",
-			[2]string{"kafka-brokers", f.KafkaBrokers}, [2]string{"kafka-topics", f.KafkaTopics}, [2]string{"kafka-group", f.KafkaGroup}),
-		need(f.AMQPURL+f.AMQPQueue != "", [2]string{"amqp-url", f.AMQPURL}, [2]string{"amqp-queue", f.AMQPQueue}),
-		need(f.NATSURL+f.NATSStream+f.NATSConsumer != "",
-			[2]string{"nats-url", f.NATSURL}, [2]string{"nats-stream", f.NATSStream}, [2]string{"nats-consumer", f.NATSConsumer}),
-	); err != nil {
+	for _, s := range k.required() {
+		if s.value == "" {
+			return fmt.Errorf("--%s is required with the %s source", s.flag, k.name())
+		}
+	}
+	return nil
+}
+
+// newSourceKinds returns a value of every kind, for serve's own flags.
+func newSourceKinds() []sourceKind {
+	out := make([]sourceKind, len(sourceKinds))
+	for i, newKind := range sourceKinds {
+		out[i] = newKind()
+	}
+	return out
+}
+
+// validateKinds checks the flags of each kind: first that the required
+// flags of every source turned on are set, then each kind's own.
+func validateKinds(kinds []sourceKind, retryWindow time.Duration, def server.Retention) error {
+	var errs []error
+	for _, k := range kinds {
+		errs = append(errs, missing(k))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, k := range [][3]string{
-		{"kafka-key", f.KafkaKey, "offset"}, {"amqp-key", f.AMQPKey, "message-id"},
-		{"sqs-key", f.SQSKey, "message-id dedup-id"}, {"nats-key", f.NATSKey, "msg-id sequence"},
-	} {
-		if err := checkKeyFlag(k[0], k[1], strings.Fields(k[2])); err != nil {
+	for _, k := range kinds {
+		if err := k.validate(retryWindow, def); err != nil {
 			return err
 		}
 	}
-	if f.KafkaBackoffMax < f.KafkaBackoffInitial {
-		return fmt.Errorf("--kafka-backoff-max %s is shorter than --kafka-backoff-initial %s", f.KafkaBackoffMax, f.KafkaBackoffInitial)
-	}
-	if f.KafkaSessionTimeout <= 0 || f.NATSAckWait < time.Second {
-		return errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
-	}
-	f.retentions = map[string]retention{}
-	for _, r := range []struct{ name, v string }{{"kafka", f.KafkaRetention}, {"amqp", f.AMQPRetention}, {"sqs", f.SQSRetention}, {"nats", f.NATSRetention}} {
-		ret, err := retentionOr(r.name+"-retention", r.v, def)
-		if err != nil {
-			return err
+	return nil
+}
+
+// anyConfigured reports whether a source of kinds is turned on.
+func anyConfigured(kinds []sourceKind) bool {
+	for _, k := range kinds {
+		if configured(k) {
+			return true
 		}
-		f.retentions[r.name] = ret
+	}
+	return false
+}
+
+// onFlags names the flag that turns each kind on, for serve's "no source"
+// error: "--kafka-brokers, --amqp-url, --sqs-queue-url or --nats-url".
+func onFlags() string {
+	var names []string
+	for _, newKind := range sourceKinds {
+		names = append(names, "--"+newKind().required()[0].flag)
+	}
+	return joinList(names, "or")
+}
+
+// sourceTitles are the kinds' titles, for serve's help.
+func sourceTitles() []string {
+	var titles []string
+	for _, newKind := range sourceKinds {
+		titles = append(titles, newKind().title())
+	}
+	return titles
+}
+
+// joinList writes "a, b and c" (conj "and") or "a, b or c".
+func joinList(items []string, conj string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " " + conj + " " + items[len(items)-1]
+}
+
+// wrapText breaks text into lines of at most width characters, between
+// words.
+func wrapText(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case line+1+len(w) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
+}
+
+// commonFlags are the flags of every kind: --KIND-key, --KIND-scope and
+// --KIND-retention.
+type commonFlags struct {
+	Key, Scope, Retention string
+	retention             server.Retention // parsed by validate
+}
+
+// register defines the common flags of kind: keyDef and keyUsage are
+// --KIND-key's, scopeUsage --KIND-scope's.
+func (c *commonFlags) register(fs *flag.FlagSet, kind, keyDef, keyUsage, scopeUsage string) {
+	fs.StringVar(&c.Key, kind+"-key", keyDef, keyUsage)
+	fs.StringVar(&c.Scope, kind+"-scope", kind, scopeUsage)
+	clikit.DurationTextFlag(fs, &c.Retention, kind+"-retention", "", "keep the "+kind+" scope's inbox rows this long (default: --retention)")
+}
+
+// validate checks --KIND-key (one of the fixed names, or a prefixed
+// name) and parses --KIND-retention (def when empty).
+func (c *commonFlags) validate(kind string, fixedKeys []string, def server.Retention) error {
+	if err := checkKeyFlag(kind+"-key", c.Key, fixedKeys); err != nil {
+		return err
 	}
 	var err error
-	if f.amqpWindow, err = windowOr("amqp-retry-window", f.AMQPRetryWindow, retryWindow); err != nil {
-		return err
-	}
-	f.natsWindow, err = windowOr("nats-retry-window", f.NATSRetryWindow, retryWindow)
+	c.retention, err = retentionOr(kind+"-retention", c.Retention, def)
 	return err
 }
 
@@ -177,6 +205,28 @@ func checkKeyFlag(flagName, v string, fixed []string) error {
 	return fmt.Errorf("--%s %q: use %s or %sNAME", flagName, v, strings.Join(fixed, ", "), prefix)
 }
 
+// retryWindowFlags is the --KIND-retry-window of a kind whose producers
+// may resend a message: the source's server.Source.RetryWindow.
+type retryWindowFlags struct {
+	RetryWindow string
+	window      time.Duration // parsed by validate
+}
+
+func (w *retryWindowFlags) register(fs *flag.FlagSet, kind, producers string) {
+	clikit.DurationTextFlag(fs, &w.RetryWindow, kind+"-retry-window", "", "how long "+producers+" may resend a message (default: --retry-window)")
+}
+
+func (w *retryWindowFlags) validate(kind string, def time.Duration) error {
+	var err error
+	w.window, err = windowOr(kind+"-retry-window", w.RetryWindow, def)
+	return err
+}
+
+// horizon is the retry window of what, with the flag that set it.
+func (w *retryWindowFlags) horizon(kind, what string) source.Horizon {
+	return source.Horizon{What: what, Within: w.window, Figure: retryWindowFigure(kind+"-retry-window", w.RetryWindow, w.window)}
+}
+
 func windowOr(flagName, v string, def time.Duration) (time.Duration, error) {
 	if v == "" {
 		return def, nil
@@ -188,16 +238,23 @@ func windowOr(flagName, v string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+func retryWindowFigure(flagName, v string, d time.Duration) string {
+	if v == "" {
+		return "--retry-window " + duration.Format(d)
+	}
+	return "--" + flagName + " " + v
+}
+
 // retentionOr parses a source's --NAME retention, or returns def when empty.
-func retentionOr(flagName, v string, def retention) (retention, error) {
+func retentionOr(flagName, v string, def server.Retention) (server.Retention, error) {
 	if v == "" {
 		return def, nil
 	}
 	d, err := clikit.ParseRetention(v)
 	if err != nil {
-		return retention{}, fmt.Errorf("--%s: %w", flagName, err)
+		return server.Retention{}, fmt.Errorf("--%s: %w", flagName, err)
 	}
-	return retention{d: d, figure: "--" + flagName + " " + v}, nil
+	return server.Retention{Keep: d, Setting: "--" + flagName + " " + v}, nil
 }
 
 func splitList(s string) []string {
@@ -210,286 +267,99 @@ func splitList(s string) []string {
 	return out
 }
 
-// serveSource is one broker source as serve runs it: the source package's
-// consumer, whose optional interfaces (source.Readier, source.Lagger,
-// source.Horizoner) package server asks, and what serve adds to it.
-type serveSource struct {
-	name  string // kafka, amqp, sqs, nats, or the config file's name
-	scope string
-	src   source.Source
-	// window, when set, is a horizon of the senders' own (a retry window)
-	// besides the broker's.
-	window *source.Horizon
-	// unchecked, when set, replaces the broker's horizons (Kafka offset
-	// keys need none) and logs why.
-	unchecked func()
-	close     func()
-}
-
 // sourceEnv is what building a source needs besides its flags.
-type sourceEnv[TTx any] struct {
-	driver store.Driver[TTx]
-	inbox  func(name, scope string) txinbox.Config[TTx]
-	logger *slog.Logger
-	getenv func(string) string
+type sourceEnv struct {
+	// processor builds the processor of a source of kind over serve's
+	// inbox and effect, with the kind's own settings.
+	processor func(kind, scope string, own processorSettings) (source.Processor, error)
+	logger    *slog.Logger
+	getenv    func(string) string
 }
 
-// buildSources creates the configured broker sources; none connects yet
-// (the SQS and Kafka clients connect lazily; NATS retries in background).
-func buildSources[TTx any](f *sourceFlags, se sourceEnv[TTx]) ([]*serveSource, error) {
-	var out []*serveSource
-	closeAll := func() {
-		for _, s := range out {
-			s.close()
+// processorSettings are what a kind sets of its processor's
+// txinbox.Config; zero values keep serve's.
+type processorSettings struct {
+	Ordered     bool
+	MaxAttempts int
+	Backoff     txinbox.BackoffFunc
+}
+
+// processorOf builds processors over driver, of the inbox configuration
+// that inbox returns for a source, with a kind's own settings.
+func processorOf[TTx any](driver store.Driver[TTx], inbox func(kind, scope string) txinbox.Config[TTx],
+) func(kind, scope string, own processorSettings) (source.Processor, error) {
+	return func(kind, scope string, own processorSettings) (source.Processor, error) {
+		cfg := inbox(kind, scope)
+		cfg.Ordered = cfg.Ordered || own.Ordered
+		if own.MaxAttempts != 0 {
+			cfg.MaxAttempts = own.MaxAttempts
 		}
-	}
-	for _, b := range []func(*sourceFlags, sourceEnv[TTx]) (*serveSource, error){
-		kafkaSource[TTx], amqpSource[TTx], sqsSource[TTx], natsSource[TTx],
-	} {
-		s, err := b(f, se)
+		if own.Backoff != nil {
+			cfg.Backoff = own.Backoff
+		}
+		proc, err := txinbox.NewProcessor(driver, cfg)
 		if err != nil {
-			closeAll()
-			return nil, err
+			return nil, fmt.Errorf("%s source: %w", kind, err)
 		}
-		if s != nil {
-			out = append(out, s)
-		}
+		return proc, nil
 	}
-	return out, nil
 }
 
-// fromSource is a broker source as serve runs it; window, when set, is a
-// horizon of the senders' own (a retry window) besides the broker's.
-func fromSource(name, scope string, src source.Source, close func(), window *source.Horizon) *serveSource {
-	return &serveSource{name: name, scope: scope, src: src, close: close, window: window}
+// sourceGroup is the sources of one set of flags: serve's own (a value of
+// every kind, named by their kind) or a config file's list item (one
+// kind, named).
+type sourceGroup struct {
+	name  string
+	kinds []sourceKind
 }
 
-// newProcessor builds the processor of a source over se's inbox.
-func newProcessor[TTx any](se sourceEnv[TTx], name string, inbox txinbox.Config[TTx]) (*txinbox.Processor[TTx], error) {
-	proc, err := txinbox.NewProcessor(se.driver, inbox)
-	if err != nil {
-		return nil, fmt.Errorf("%s source: %w", name, err)
+// sourceGroups are the flags' sources and each listed source's.
+func (o *serveOptions) sourceGroups() []sourceGroup {
+	out := []sourceGroup{{kinds: o.sources}}
+	for _, ls := range o.listed {
+		out = append(out, sourceGroup{name: ls.name, kinds: []sourceKind{ls.kind}})
 	}
-	return proc, nil
+	return out
 }
 
-func kafkaSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
-	if f.KafkaBrokers == "" {
-		return nil, nil
-	}
-	seeds, topics := splitList(f.KafkaBrokers), splitList(f.KafkaTopics)
-	key := kafka.OffsetKey
-	if name, ok := strings.CutPrefix(f.KafkaKey, "header:"); ok {
-		key = kafka.HeaderKey(name)
-	}
-	inbox := se.inbox("kafka", f.KafkaScope)
-	inbox.Ordered = true
-	inbox.MaxAttempts, inbox.Backoff = f.KafkaMaxAttempts, exponentialBackoff(f.KafkaBackoffInitial, f.KafkaBackoffMax)
-	lo, hi := kafkaHoldTime(f.KafkaMaxAttempts, f.KafkaBackoffInitial, f.KafkaBackoffMax)
-	se.logger.Info("kafka: a record that keeps failing holds its partition until it is dead-lettered",
-		"max_attempts", f.KafkaMaxAttempts, "hold_min", clikit.FormatDuration(lo), "hold_max", clikit.FormatDuration(hi))
-	proc, err := newProcessor(se, "kafka", inbox)
-	if err != nil {
-		return nil, err
-	}
-	c, err := kafka.New(proc, kafka.Config{Seeds: seeds, Topics: topics, Group: f.KafkaGroup, Key: key, Logger: se.logger,
-		ClientOptions: []kgo.Opt{kgo.SessionTimeout(f.KafkaSessionTimeout)}})
-	if err != nil {
-		return nil, fmt.Errorf("kafka source: %w", err)
-	}
-	if err := checkSeeds(seeds); err != nil {
-		return nil, err
-	}
-	s := fromSource("kafka", f.KafkaScope, c, func() {}, nil)
-	if f.KafkaKey == "offset" {
-		s.unchecked = func() {
-			se.logger.Info("txinbox: Kafka retention not checked: offset-keyed records stay covered by the partitions' watermarks",
-				"topics", topics)
+// addSources builds the broker sources of the flags and of the config
+// file's lists, their processors with the server's hooks and the
+// configured effect, and adds them to srv; the returned function closes
+// them once the server stopped.
+func addSources[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TTx],
+	eff *effect.Effect[TTx], env *clikit.Env, logger *slog.Logger) (func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
 		}
 	}
-	return s, nil
-}
-
-// checkSeeds refuses a seed list the Kafka client refuses: a usage error
-// at start, not when the consumer's Run creates its client.
-func checkSeeds(seeds []string) error {
-	probe, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return fmt.Errorf("--kafka-brokers: %w", err)
-	}
-	probe.Close()
-	return nil
-}
-
-func amqpSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
-	if f.AMQPURL == "" {
-		return nil, nil
-	}
-	key := amqp.MessageIDKey
-	if name, ok := strings.CutPrefix(f.AMQPKey, "header:"); ok {
-		key = amqp.HeaderKey(name)
-	}
-	proc, err := newProcessor(se, "amqp", se.inbox("amqp", f.AMQPScope))
-	if err != nil {
-		return nil, err
-	}
-	c, err := amqp.New(proc, amqp.Config{URL: f.AMQPURL, Queue: f.AMQPQueue, Key: key, Logger: se.logger})
-	if err != nil {
-		return nil, fmt.Errorf("amqp source: %w", err)
-	}
-	window := source.Horizon{What: fmt.Sprintf("RabbitMQ queue %q", f.AMQPQueue), Within: f.amqpWindow,
-		Figure: retryWindowFigure("amqp-retry-window", f.AMQPRetryWindow, f.amqpWindow)}
-	return fromSource("amqp", f.AMQPScope, c, func() {}, &window), nil
-}
-
-func retryWindowFigure(flagName, v string, d time.Duration) string {
-	if v == "" {
-		return "--retry-window " + formatDays(d)
-	}
-	return "--" + flagName + " " + v
-}
-
-func sqsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
-	if f.SQSQueueURL == "" {
-		return nil, nil
-	}
-	cfg, err := sqsConfig(f, se.getenv, se.logger)
-	if err != nil {
-		return nil, err
-	}
-	var opts []func(*awssqs.Options)
-	if f.SQSEndpoint != "" {
-		opts = append(opts, func(o *awssqs.Options) { o.BaseEndpoint = aws.String(f.SQSEndpoint) })
-	}
-	cl := awssqs.NewFromConfig(cfg, opts...)
-	var key sqs.KeyFunc
-	switch {
-	case f.SQSKey == "dedup-id":
-		key = sqs.DeduplicationIDKey
-	case strings.HasPrefix(f.SQSKey, "attribute:"):
-		key = sqs.AttributeKey(strings.TrimPrefix(f.SQSKey, "attribute:"))
-	}
-	proc, err := newProcessor(se, "sqs", se.inbox("sqs", f.SQSScope))
-	if err != nil {
-		return nil, err
-	}
-	c, err := sqs.New(proc, sqs.Config{Client: cl, QueueURL: f.SQSQueueURL, Key: key, Logger: se.logger})
-	if err != nil {
-		return nil, fmt.Errorf("sqs source: %w", err)
-	}
-	return fromSource("sqs", f.SQSScope, c, func() {}, nil), nil
-}
-
-func natsSource[TTx any](f *sourceFlags, se sourceEnv[TTx]) (*serveSource, error) {
-	if f.NATSURL == "" {
-		return nil, nil
-	}
-	var key jetstream.KeyFunc
-	switch {
-	case f.NATSKey == "sequence":
-		key = jetstream.SequenceKey
-	case strings.HasPrefix(f.NATSKey, "header:"):
-		key = jetstream.HeaderKey(strings.TrimPrefix(f.NATSKey, "header:"))
-	}
-	proc, err := newProcessor(se, "nats", se.inbox("nats", f.NATSScope))
-	if err != nil {
-		return nil, err
-	}
-	// The connection is serve's, so that /readyz sees it before the
-	// consumer runs; it retries in the background while the server is
-	// down.
-	nc, err := nats.Connect(f.NATSURL, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
-		nats.Name("txinbox serve "+f.NATSConsumer))
-	if err != nil {
-		return nil, fmt.Errorf("--nats-url: %w", err)
-	}
-	c, err := jetstream.New(proc, jetstream.Config{Conn: nc, Stream: f.NATSStream, Consumer: f.NATSConsumer, Key: key,
-		AckWait: f.NATSAckWait, Logger: se.logger})
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("nats source: %w", err)
-	}
-	window := source.Horizon{What: fmt.Sprintf("NATS stream %q", f.NATSStream), Within: f.natsWindow,
-		Figure: retryWindowFigure("nats-retry-window", f.NATSRetryWindow, f.natsWindow)}
-	return fromSource("nats", f.NATSScope, c, func() {
-		if nc.IsConnected() {
-			nc.FlushTimeout(2 * time.Second) //nolint:errcheck // best effort: unsent acks become redeliveries
+	for _, g := range o.sourceGroups() {
+		lg := logger
+		if g.name != "" {
+			lg = logger.With("source", g.name)
 		}
-		nc.Close()
-	}, &window), nil
-}
-
-// sqsConfig loads the AWS configuration the way the AWS CLI and SDKs do:
-// the region from --sqs-region, AWS_REGION or the shared config profile,
-// and credentials from the SDK's default chain (environment keys, the shared
-// credentials and config files with AWS_PROFILE, SSO, web identity as on
-// EKS, the ECS container or EC2 instance role). Keys in txinbox's own
-// environment are used first, so they win over a profile.
-func sqsConfig(f *sourceFlags, getenv func(string) string, logger *slog.Logger) (aws.Config, error) {
-	// The SDK's own warnings (an instance role looked for, say) go to
-	// serve's log, in its format, rather than as bare lines on stderr.
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.LoggerFunc(
-		func(c logging.Classification, format string, v ...any) {
-			level := slog.LevelWarn
-			if c == logging.Debug {
-				level = slog.LevelDebug
+		se := sourceEnv{logger: lg, getenv: env.Getenv, processor: processorOf(driver,
+			func(kind, scope string) txinbox.Config[TTx] {
+				return eff.Apply(txinbox.Config[TTx]{Scope: scope, Logger: lg, Hooks: srv.Hooks()}, kind)
+			})}
+		for _, k := range g.kinds {
+			if !configured(k) {
+				continue
 			}
-			logger.Log(context.Background(), level, "aws sdk: "+fmt.Sprintf(format, v...))
-		}))}
-	region := f.SQSRegion
-	if region == "" {
-		region = getenv("AWS_REGION")
-	}
-	if region != "" {
-		opts = append(opts, awsconfig.WithRegion(region))
-	}
-	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" || secret != "" {
-		if id == "" || secret == "" {
-			return aws.Config{}, errors.New("the SQS source needs both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither (then the shared files or a role)")
+			src, closeSrc, err := k.build(se)
+			if err == nil {
+				closers = append(closers, closeSrc)
+				if g.name != "" {
+					src.Name = g.name
+				}
+				err = srv.Add(src)
+			}
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
 		}
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))))
 	}
-	// Loading reads files only: credentials are fetched on the first call
-	// (serve's retention check at start), so a missing role fails there.
-	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("the SQS source's AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		return aws.Config{}, errors.New("--sqs-region (or AWS_REGION, or a region in the shared config profile) is required with --sqs-queue-url")
-	}
-	return cfg, nil
-}
-
-// exponentialBackoff waits initial after the first failed attempt,
-// doubling after each further one up to max, plus up to a fifth of it at
-// random (as txinbox.DefaultBackoff, which is exponentialBackoff(1s, 5m)).
-func exponentialBackoff(initial, max time.Duration) txinbox.BackoffFunc {
-	return func(attempts int) time.Duration {
-		d := backoffStep(initial, max, attempts)
-		return d + time.Duration(rand.Int64N(int64(d/5)+1))
-	}
-}
-
-// backoffStep is exponentialBackoff without the jitter.
-func backoffStep(initial, max time.Duration, attempts int) time.Duration {
-	d := initial
-	for i := 1; i < attempts && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
-}
-
-// kafkaHoldTime is how long a record whose every attempt fails holds its
-// partition (the records behind it wait: a partition is processed in
-// order) before its last attempt dead-letters it: the waits after the
-// first maxAttempts-1 failures, without and with the largest jitter. The
-// handler's own run time comes on top.
-func kafkaHoldTime(maxAttempts int, initial, max time.Duration) (lo, hi time.Duration) {
-	for a := 1; a < maxAttempts; a++ {
-		d := backoffStep(initial, max, a)
-		lo, hi = lo+d, hi+d+d/5
-	}
-	return lo, hi
+	return closeAll, nil
 }
