@@ -220,7 +220,7 @@ func TestTypoFailsAtStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := tc.db(t)
 			cluster, adm := kafkaWithDuplicate(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], args(db, cluster, "--effect-sql", perMessage,
 				"--effect-sql", "INSERT INTO invoice (message_id) VALUES ($2)")...)
