@@ -97,8 +97,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (opt
 		o.retention, err = duration.Parse(s)
 		return err
 	})
-	fs.Var(&o.statements, "effect-sql", "a statement run for each new record in its inbox transaction (repeatable, required); "+
-		"parameters: "+effect.Params)
+	fs.Var(&o.statements, "effect-sql", "a statement run for each new record in its inbox transaction (repeatable, required), "+
+		"or once per batch on PostgreSQL when it reads new_messages and names no $N; parameters: "+effect.Params)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
