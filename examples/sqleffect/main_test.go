@@ -62,20 +62,31 @@ func sqliteDB(t *testing.T) inboxDB {
 			t.Fatal(err)
 		}
 		defer rows.Close()
-		var got []string
-		for rows.Next() {
-			var id, source string
-			var body []byte
-			if err := rows.Scan(&id, &source, &body); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, id+" "+source+" "+string(body))
-		}
-		if err := rows.Err(); err != nil {
+		return invoiceRows(t, rows)
+	}}
+}
+
+// invoiceRows reads the rows of SELECT message_id, source, body (a
+// *sql.Rows or a pgx.Rows), "message_id source body" each.
+func invoiceRows(t *testing.T, rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+}) []string {
+	t.Helper()
+	var got []string
+	for rows.Next() {
+		var id, source string
+		var body []byte
+		if err := rows.Scan(&id, &source, &body); err != nil {
 			t.Fatal(err)
 		}
-		return got
-	}}
+		got = append(got, id+" "+source+" "+string(body))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // postgresDB is a fresh schema of the test database (TXINBOX_TEST_DATABASE_URL)
@@ -98,19 +109,7 @@ func postgresDB(t *testing.T) inboxDB {
 			t.Fatal(err)
 		}
 		defer rows.Close()
-		var got []string
-		for rows.Next() {
-			var id, source string
-			var body []byte
-			if err := rows.Scan(&id, &source, &body); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, id+" "+source+" "+string(body))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return got
+		return invoiceRows(t, rows)
 	}}
 }
 
