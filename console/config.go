@@ -22,8 +22,8 @@ type Config struct {
 	// If it also implements store.Timeline the overview draws the chart
 	// of the last hour. Required.
 	Admin store.Admin
-	// Outbox is the outbox of the same database (outbox.PostgreSQL,
-	// outbox.SQLite): its backlog on the overview and its failed rows,
+	// Outbox is the outbox of the same database (outboxpg.New,
+	// outboxlite.New): its backlog on the overview and its failed rows,
 	// with replay, on the outbox page. Defaults to none: no outbox page.
 	Outbox outbox.Store
 	// AS4 lists the received AS4 messages with their receipts

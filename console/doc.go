@@ -7,7 +7,7 @@
 //
 //	h, err := console.New(console.Config{
 //		Admin:   driver,                       // *pgstore.Driver or *sqlitestore.Driver
-//		Outbox:  outbox.PostgreSQL(driver),    // optional
+//		Outbox:  outboxpg.New(driver),         // optional; outboxlite.New on SQLite
 //		AS4:     as4view.Lister(as4Store),     // optional: *as4pg.Store, *as4sqlite.Store
 //		EDI:     ediview.Read,                 // optional: the payloads' EDI keys
 //		Scopes:  []console.Scope{{Name: "invoices", Retention: 7 * 24 * time.Hour}},

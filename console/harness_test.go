@@ -25,7 +25,7 @@ import (
 	"github.com/txinbox/txinbox/console/as4view"
 	"github.com/txinbox/txinbox/console/ediview"
 	"github.com/txinbox/txinbox/internal/testdb"
-	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -112,7 +112,7 @@ func newEnv(t *testing.T, auth console.Auth) *env {
 		t.Fatal(err)
 	}
 	e.admin = &countingAdmin{Driver: d}
-	h, err := console.New(console.Config{Admin: e.admin, Outbox: outbox.PostgreSQL(d), AS4: as4view.Lister(as4s), EDI: ediview.Read, Auth: auth, Logger: quiet(),
+	h, err := console.New(console.Config{Admin: e.admin, Outbox: outboxpg.New(d), AS4: as4view.Lister(as4s), EDI: ediview.Read, Auth: auth, Logger: quiet(),
 		Scopes: []console.Scope{{Name: scope, Retention: 24 * time.Hour}}, Sources: []console.Source{
 			{Name: "invoices-queue", Scope: scope, Ready: func(context.Context) error { return nil },
 				Lag: func(context.Context) ([]source.Lag, error) { return []source.Lag{{Messages: 12}}, nil }},

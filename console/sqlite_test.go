@@ -18,7 +18,7 @@ import (
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/console/as4view"
 	"github.com/txinbox/txinbox/metrics/prom"
-	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -65,7 +65,7 @@ func TestSQLite(t *testing.T) {
 		'<eb:UserMessage/>', X'00', 'receipt-1@txinbox', 'application/soap+xml', CAST('<Receipt/>' AS BLOB), '2026-12-01T10:00:00.000000000Z')`); err != nil {
 		t.Fatal(err)
 	}
-	h, err := console.New(console.Config{Admin: d, Outbox: outbox.SQLite(d), AS4: as4view.Lister(as4s), Gatherer: reg, Logger: quiet()})
+	h, err := console.New(console.Config{Admin: d, Outbox: outboxlite.New(d), AS4: as4view.Lister(as4s), Gatherer: reg, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,8 +56,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Adder adds an outbox row in the handler's transaction: *outbox.PG for
-// pgx.Tx, *outbox.Lite for *sql.Tx.
+// Adder adds an outbox row in the handler's transaction: *outboxpg.Store for
+// pgx.Tx, *outboxlite.Store for *sql.Tx.
 type Adder[TTx any] interface {
 	Add(ctx context.Context, tx TTx, e outbox.Entry) error
 }

@@ -22,7 +22,8 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/edi/edifact"
-	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -57,7 +58,7 @@ func pgEnv(t *testing.T) *handlerEnv[pgx.Tx] {
 	if err := MigratePostgreSQL(ctx, pool); err != nil {
 		t.Fatalf("second migration: %v", err)
 	}
-	h, err := PostgreSQL(outbox.PostgreSQL(d), testConfig)
+	h, err := PostgreSQL(outboxpg.New(d), testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func sqliteEnv(t *testing.T) *handlerEnv[*sql.Tx] {
 			t.Fatal(err)
 		}
 	}
-	h, err := SQLite(outbox.SQLite(d), testConfig)
+	h, err := SQLite(outboxlite.New(d), testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -68,14 +70,14 @@ func newPG(t *testing.T) *db {
 	if err := d.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	pg := outbox.PostgreSQL(d)
+	pg := outboxpg.New(d)
 	x := &db{kind: "postgres", many: 2000, desc: schema, store: pg, table: d.Tables().Outbox}
 	x.open = func(t *testing.T) outbox.Store {
 		d2, err := pgstore.New(testdb.PoolIn(t, schema, 8), pgstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return outbox.PostgreSQL(d2)
+		return outboxpg.New(d2)
 	}
 	x.openCrashable = func(t *testing.T) (outbox.Store, func()) {
 		cfg, err := pgxpool.ParseConfig(testdb.URL())
@@ -94,7 +96,7 @@ func newPG(t *testing.T) *db {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return outbox.PostgreSQL(d2), func() {
+		return outboxpg.New(d2), func() {
 			x.exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app)
 		}
 	}
@@ -151,12 +153,12 @@ func newLite(t *testing.T) *db {
 	if err := d.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	lite := outbox.SQLite(d)
+	lite := outboxlite.New(d)
 	x := &db{kind: "sqlite", many: 400, desc: path, store: lite, table: d.Tables().Outbox}
-	x.open = func(t *testing.T) outbox.Store { return outbox.SQLite(openLite(t, path)) }
+	x.open = func(t *testing.T) outbox.Store { return outboxlite.New(openLite(t, path)) }
 	x.openCrashable = func(t *testing.T) (outbox.Store, func()) {
 		d2 := openLite(t, path)
-		return outbox.SQLite(d2), func() { d2.Close() }
+		return outboxlite.New(d2), func() { d2.Close() }
 	}
 	x.tryAdd = func(es ...outbox.Entry) error {
 		tx, err := d.DB().Begin()

@@ -62,22 +62,11 @@ func EncodeHeaders(h []Header) (string, error) {
 	return string(b), nil
 }
 
-// headersJSON encodes headers for the headers column; nil when empty.
-func headersJSON(h []Header) (*string, error) {
-	if len(h) == 0 {
-		return nil, nil
-	}
-	s, err := EncodeHeaders(h)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: Entry.Headers: %w", err)
-	}
-	return &s, nil
-}
-
-// parseHeaders reads the headers column: the array of EncodeHeaders, or
+// DecodeHeaders reads the headers column: the array of EncodeHeaders, or
 // the JSON object of string values earlier versions wrote (read in key
-// order, since an object has none).
-func parseHeaders(b []byte) ([]Header, error) {
+// order, since an object has none). An empty column, or JSON null, is no
+// headers.
+func DecodeHeaders(b []byte) ([]Header, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
 		return nil, nil

@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzHeaders checks that any headers survive EncodeHeaders and
-// parseHeaders as they were, and that parseHeaders, given any bytes,
+// DecodeHeaders as they were, and that DecodeHeaders, given any bytes,
 // returns headers or an error, never panics.
 func FuzzHeaders(f *testing.F) {
 	f.Add("k", "v", []byte(`[{"key":"a","value":"b"}]`))
@@ -14,7 +14,7 @@ func FuzzHeaders(f *testing.F) {
 	f.Add("", "", []byte(`[{"key":"a","value_base64":"AP8="}]`))
 	f.Add("a", "b", []byte(`[{"key":"a","value":"b","value_base64":"AP8="}]`))
 	f.Fuzz(func(t *testing.T, k, v string, raw []byte) {
-		parseHeaders(raw) //nolint:errcheck // must only not panic
+		DecodeHeaders(raw) //nolint:errcheck // must only not panic
 		hs := []Header{{Key: k, Value: v}, {Key: k, Value: v + v}}
 		s, err := EncodeHeaders(hs)
 		if err != nil {
@@ -23,7 +23,7 @@ func FuzzHeaders(f *testing.F) {
 			}
 			return
 		}
-		got, err := parseHeaders([]byte(s))
+		got, err := DecodeHeaders([]byte(s))
 		if err != nil || !slices.Equal(got, hs) {
 			t.Fatalf("round trip of %q through %s = %q, %v", hs, s, got, err)
 		}

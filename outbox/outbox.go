@@ -51,10 +51,11 @@ type Message struct {
 	CreatedAt   time.Time
 	Attempt     int // 1 for the first try
 
-	// unreadable is why the row could not be read (a headers column
-	// that is not JSON of either form, say): the relay fails it without
-	// sending, so that it does not hold up the rows behind it.
-	unreadable error
+	// Unreadable, set by the Store, is why the row could not be read (a
+	// headers column that is not JSON of either form, say): the relay
+	// fails the row for good without sending it, so that it does not hold
+	// up the rows behind it. A Target never sees it set.
+	Unreadable error
 }
 
 // StableID is the row's id across resends: "scope/message_id/part". A

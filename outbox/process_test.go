@@ -16,6 +16,8 @@ import (
 
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -58,14 +60,14 @@ func relayChild(desc string) error {
 		if err != nil {
 			return err
 		}
-		s = outbox.PostgreSQL(d)
+		s = outboxpg.New(d)
 	} else {
 		d, err := sqlitestore.Open(where, sqlitestore.Options{})
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		s = outbox.SQLite(d)
+		s = outboxlite.New(d)
 	}
 	rec := newRecorder(true)
 	r, err := outbox.New(s, outbox.Config{Target: rec, Ordered: true, BatchSize: 50})

@@ -97,8 +97,8 @@ type Counters struct {
 	SendTime time.Duration // total time spent in the target's Send
 }
 
-// New returns a relay of the rows of s (PostgreSQL(driver) or
-// SQLite(driver)). Zero fields of cfg take their defaults; an invalid
+// New returns a relay of the rows of s (outboxpg.New(driver) or
+// outboxlite.New(driver)). Zero fields of cfg take their defaults; an invalid
 // field is an error naming it.
 func New(s Store, cfg Config) (*Relay, error) {
 	if s == nil {
@@ -180,19 +180,19 @@ func (r *Relay) batch(ctx context.Context) (claimed, sent int, err error) {
 // sendBatch is batch without the health record.
 func (r *Relay) sendBatch(ctx context.Context) (claimed, sent int, err error) {
 	start := time.Now()
-	c, err := r.store.claim(ctx, claimSpec{n: r.cfg.BatchSize, ordered: r.cfg.Ordered, lease: r.cfg.LeaseDuration,
-		owner: r.owner + "-" + strconv.FormatUint(r.seq.Add(1), 10)})
+	c, err := r.store.Claim(ctx, ClaimSpec{N: r.cfg.BatchSize, Ordered: r.cfg.Ordered, Lease: r.cfg.LeaseDuration,
+		Owner: r.owner + "-" + strconv.FormatUint(r.seq.Add(1), 10)})
 	if err != nil {
 		return 0, 0, fmt.Errorf("outbox: claim: %w", err)
 	}
-	msgs := c.messages()
+	msgs := c.Messages()
 	if len(msgs) > 0 {
 		r.claims.Add(1)
 	}
 	// No send may outlive the claim: on SQLite another relay could take
 	// the rows over once the lease ends.
 	lastStart := start.Add(r.cfg.LeaseDuration - r.cfg.SendTimeout)
-	outs := make([]outcome, len(msgs))
+	outs := make([]Outcome, len(msgs))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(r.cfg.Concurrency, len(msgs)) {
@@ -201,7 +201,7 @@ func (r *Relay) sendBatch(ctx context.Context) (claimed, sent int, err error) {
 				if ctx.Err() != nil || time.Now().After(lastStart) {
 					continue // untouched: back to the queue
 				}
-				if msgs[i].unreadable != nil {
+				if msgs[i].Unreadable != nil {
 					outs[i] = r.failUnreadable(msgs[i])
 					continue
 				}
@@ -215,13 +215,13 @@ func (r *Relay) sendBatch(ctx context.Context) (claimed, sent int, err error) {
 	close(next)
 	wg.Wait()
 	for _, o := range outs {
-		if o.kind == sentOK {
+		if o.Result == Sent {
 			sent++
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if err := c.finish(rctx, outs); err != nil {
+	if err := c.Finish(rctx, outs); err != nil {
 		if sent > 0 {
 			r.cfg.Logger.Warn("outbox relay: sends were confirmed but not recorded; they will be sent again",
 				"rows", sent, "error", err)
@@ -234,7 +234,7 @@ func (r *Relay) sendBatch(ctx context.Context) (claimed, sent int, err error) {
 // send sends one message and decides its outcome. The send is not cut
 // short by the relay's context (the caller waits for sends in flight),
 // only by SendTimeout.
-func (r *Relay) send(ctx context.Context, m *Message) outcome {
+func (r *Relay) send(ctx context.Context, m *Message) Outcome {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.SendTimeout)
 	defer cancel()
 	start := time.Now()
@@ -242,21 +242,21 @@ func (r *Relay) send(ctx context.Context, m *Message) outcome {
 	latency := time.Since(start)
 	r.sendNanos.Add(int64(latency))
 	ev := SendEvent{Message: m, Err: err, Latency: latency}
-	var o outcome
+	var o Outcome
 	log := r.cfg.Logger.With("id", m.ID, "stable_id", m.StableID(), "attempt", m.Attempt)
 	switch {
 	case err == nil:
-		o = outcome{kind: sentOK, receipt: receipt}
+		o = Outcome{Result: Sent, Receipt: receipt}
 		ev.Result = Sent
 		r.sent.Add(1)
 	case IsPermanent(err) || m.Attempt >= r.cfg.MaxAttempts:
-		o = outcome{kind: failedForGood, err: errorText(err)}
+		o = Outcome{Result: Failed, Err: errorText(err)}
 		ev.Result = Failed
 		r.failed.Add(1)
 		log.Error("outbox relay: row failed for good (replay it once fixed)", "error", err, "permanent", IsPermanent(err))
 	default:
 		delay := max(r.cfg.Backoff(m.Attempt), retryAfter(err))
-		o = outcome{kind: retryLater, err: errorText(err), delay: delay}
+		o = Outcome{Result: Retried, Err: errorText(err), Delay: delay}
 		ev.Result = Retried
 		r.retried.Add(1)
 		log.Warn("outbox relay: send failed; will retry", "error", err, "retry_in", delay)
@@ -270,14 +270,14 @@ func (r *Relay) send(ctx context.Context, m *Message) outcome {
 // failUnreadable fails a row the store could not read, without sending
 // it: nothing a retry changes, and an unreadable row must not hold up the
 // rows behind it. `relay list-failed` shows it with the reason.
-func (r *Relay) failUnreadable(m *Message) outcome {
-	err := fmt.Errorf("row %d cannot be read: %w", m.ID, m.unreadable)
+func (r *Relay) failUnreadable(m *Message) Outcome {
+	err := fmt.Errorf("row %d cannot be read: %w", m.ID, m.Unreadable)
 	r.failed.Add(1)
 	r.cfg.Logger.Error("outbox relay: row failed for good without a send (fix the row, then replay it)", "id", m.ID, "error", err)
 	if r.cfg.OnSend != nil {
 		r.cfg.OnSend(SendEvent{Message: m, Result: Failed, Err: err})
 	}
-	return outcome{kind: failedForGood, err: errorText(err)}
+	return Outcome{Result: Failed, Err: errorText(err)}
 }
 
 // safeSend turns a target's panic into an error: one bad row must not take

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 )
 
 func newRelay(t *testing.T, s outbox.Store, cfg outbox.Config) *outbox.Relay {
@@ -320,7 +321,7 @@ func TestPurgeSentAndConfig(t *testing.T) {
 		{outbox.Config{Target: newRecorder(false), MaxAttempts: -1}, "Config.MaxAttempts"},
 		{outbox.Config{Target: newRecorder(false), SendTimeout: time.Minute, LeaseDuration: time.Second}, "Config.LeaseDuration"},
 	} {
-		if _, err := outbox.New(&outbox.Lite{}, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := outbox.New(&outboxlite.Store{}, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want an error naming %s", c.cfg, err, c.want)
 		}
 	}

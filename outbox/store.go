@@ -4,15 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
 
-// Store is the outbox table of one database: PostgreSQL (PostgreSQL, *PG)
-// or SQLite (SQLite, *Lite). A Relay sends its rows; the methods here are
-// for operators and scripts.
+// Store is the outbox table of one database: PostgreSQL (outboxpg.New)
+// or SQLite (outboxlite.New). A Relay sends its rows through Claim; the
+// other methods are for operators and scripts.
 type Store interface {
 	// Stats counts the rows by state.
 	Stats(ctx context.Context) (Stats, error)
@@ -30,9 +28,13 @@ type Store interface {
 	// would delete, for a dry run.
 	SentBefore(ctx context.Context, olderThan time.Time) (int64, error)
 
-	// claim takes up to spec.n rows for one relay; the relay sends them
-	// and hands the outcomes to the claim's finish.
-	claim(ctx context.Context, spec claimSpec) (claimed, error)
+	// Claim takes up to spec.N due rows (neither sent, nor failed, nor
+	// waiting for their next attempt, nor held by another claim) for one
+	// relay, which sends them and hands their outcomes to the batch's
+	// Finish. No other claim may take a row of the batch before Finish
+	// or, on a store that leases, before spec.Lease ends. An empty batch
+	// means nothing is due.
+	Claim(ctx context.Context, spec ClaimSpec) (Batch, error)
 }
 
 // Stats counts the outbox rows by state.
@@ -66,59 +68,51 @@ type FailedRow struct {
 	FailedAt  time.Time
 }
 
-// claimSpec says what one claim takes.
-type claimSpec struct {
-	n       int
-	ordered bool
-	lease   time.Duration // SQLite: how long the rows stay leased
-	owner   string        // SQLite: the lease owner, unique per claim
+// ClaimSpec says what one Store.Claim takes.
+type ClaimSpec struct {
+	// N is the most rows to take. Positive.
+	N int
+	// Ordered takes only the head of each non-empty Key: a row none of
+	// whose earlier rows of the same key is pending (waiting, retrying,
+	// or held by another claim). See Config.Ordered.
+	Ordered bool
+	// Lease is how long a store that leases rows (SQLite) holds them for
+	// this claim; a store that locks them in a transaction may ignore it.
+	Lease time.Duration
+	// Owner names the claim, unique per claim: a leasing store records
+	// outcomes only of rows this owner still leases.
+	Owner string
 }
 
-// claimed is a batch of rows a relay holds: on PostgreSQL an open
+// Batch is the rows one Store.Claim took: on PostgreSQL an open
 // transaction with the rows locked, on SQLite a lease.
-type claimed interface {
-	messages() []*Message // in id order
-	// finish records the outcomes (one per message, same order) and
-	// releases the rows. After an error nothing of the batch is known to
-	// be recorded: the rows are sent again later.
-	finish(ctx context.Context, outs []outcome) error
+type Batch interface {
+	// Messages returns the claimed rows, in id order. A row the store
+	// could not read has Message.Unreadable set.
+	Messages() []*Message
+	// Finish records the outcomes (one per message, in the order of
+	// Messages) and releases the rows. After an error nothing of the
+	// batch is known to be recorded: the rows are sent again later.
+	Finish(ctx context.Context, outs []Outcome) error
 }
 
-type outcomeKind int
-
-const (
-	untouched     outcomeKind = iota // not sent: back to the queue as it was
-	sentOK                           // confirmed by the target
-	retryLater                       // failed; next attempt at next
-	failedForGood                    // failed_at set
-)
-
-// outcome is what happened to one claimed row.
-type outcome struct {
-	kind    outcomeKind
-	receipt Receipt
-	err     string
-	delay   time.Duration // retryLater: from now
-}
-
-// validateEntry checks the fields Add needs.
-func validateEntry(e *Entry) error {
-	switch {
-	case e.Scope == "":
-		return errors.New("outbox: Add: Entry.Scope is empty")
-	case e.MessageID == "":
-		return errors.New("outbox: Add: Entry.MessageID is empty")
-	case e.Part < 0:
-		return fmt.Errorf("outbox: Add: Entry.Part is %d, must not be negative", e.Part)
-	}
-	return nil
-}
-
-func validateLimit(limit int) error {
-	if limit <= 0 {
-		return fmt.Errorf("outbox: limit %d: must be positive", limit)
-	}
-	return nil
+// Outcome is what happened to one claimed row, for Batch.Finish to
+// record.
+type Outcome struct {
+	// Result is Sent (mark the row sent, with Receipt), Retried (count
+	// the attempt, record Err, next attempt after Delay) or Failed (count
+	// the attempt, record Err, fail the row for good). Zero means the row
+	// was not sent (the relay stopped first): it goes back to the queue as
+	// it was.
+	Result SendResult
+	// Receipt is the target's proof of delivery, when Sent. May be nil.
+	Receipt Receipt
+	// Err is the error text to record, when Retried or Failed: at most
+	// about 2,000 bytes of valid UTF-8 without NUL, which any text column
+	// takes.
+	Err string
+	// Delay is the wait before the next attempt, from now, when Retried.
+	Delay time.Duration
 }
 
 // newOwner returns a random id naming one relay in leases and logs.

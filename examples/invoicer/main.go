@@ -32,6 +32,7 @@ import (
 	"github.com/txinbox/txinbox/edi/edifact"
 	"github.com/txinbox/txinbox/invoicer"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 	as4target "github.com/txinbox/txinbox/outbox/target/as4"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -97,7 +98,7 @@ func run() error {
 	if err := invoicer.MigrateSQLite(ctx, senderDB.DB()); err != nil {
 		return err
 	}
-	ob := outbox.SQLite(senderDB)
+	ob := outboxlite.New(senderDB)
 	handler, err := invoicer.SQLite(ob, invoicer.Config{Sender: edifact.Party{ID: "5790000000004", Qualifier: "14"},
 		Partners: map[string]edifact.Party{"ACME": {ID: "5790000000011", Qualifier: "14"}}})
 	if err != nil {

@@ -1,5 +1,5 @@
 // Command relay sends the rows that txinbox handlers wrote to the outbox
-// (outbox.PostgreSQL(d).Add or outbox.SQLite(d).Add, in the inbox
+// (outboxpg.New(d).Add or outboxlite.New(d).Add, in the inbox
 // transaction) to an HTTP endpoint: one POST per row, the row marked sent
 // only after a 2xx, with the row's stable id in the Idempotency-Key header
 // so that the receiver can drop a re-send after a crash. A 5xx, 408, 425
@@ -27,6 +27,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	outboxhttp "github.com/txinbox/txinbox/outbox/target/http"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -92,11 +94,11 @@ func openOutbox(ctx context.Context, db string) (outbox.Store, func(), error) {
 			pool.Close()
 			return nil, nil, err
 		}
-		return outbox.PostgreSQL(d), pool.Close, nil
+		return outboxpg.New(d), pool.Close, nil
 	}
 	d, err := sqlitestore.Open(db, sqlitestore.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	return outbox.SQLite(d), func() { d.Close() }, nil
+	return outboxlite.New(d), func() { d.Close() }, nil
 }

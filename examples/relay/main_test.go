@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -34,7 +35,7 @@ func TestRelaySendsEachRowOnce(t *testing.T) {
 	}
 	for i := range 5 {
 		e := outbox.Entry{Scope: "billing", MessageID: fmt.Sprintf("InvoiceIssued/%d", i), Topic: "partner", Payload: []byte("invoice")}
-		if err := outbox.SQLite(d).Add(ctx, tx, e); err != nil {
+		if err := outboxlite.New(d).Add(ctx, tx, e); err != nil {
 			t.Fatal(err)
 		}
 	}

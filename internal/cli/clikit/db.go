@@ -15,6 +15,8 @@ import (
 
 	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -249,9 +251,9 @@ func (db *InboxDB) OutboxTable() string { return db.Tables().Outbox }
 // OutboxStore is the outbox table of db.
 func (db *InboxDB) OutboxStore() outbox.Store {
 	if db.PG != nil {
-		return outbox.PostgreSQL(db.PG)
+		return outboxpg.New(db.PG)
 	}
-	return outbox.SQLite(db.Lite)
+	return outboxlite.New(db.Lite)
 }
 
 // TxExecFunc executes one statement in a store's transaction (PGTxExec,

@@ -17,6 +17,7 @@ import (
 	"github.com/txinbox/txinbox/internal/cli"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -42,7 +43,7 @@ func outboxRows(t *testing.T, n int, bad bool) string {
 		if bad && i == 0 {
 			id = "bad"
 		}
-		if err := outbox.SQLite(d).Add(context.Background(), tx, outbox.Entry{Scope: "s", MessageID: id, Key: "k",
+		if err := outboxlite.New(d).Add(context.Background(), tx, outbox.Entry{Scope: "s", MessageID: id, Key: "k",
 			ContentType: "text/plain", Payload: []byte(id)}); err != nil {
 			t.Fatal(err)
 		}

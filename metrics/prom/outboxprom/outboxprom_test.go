@@ -14,6 +14,7 @@ import (
 
 	"github.com/txinbox/txinbox/metrics/prom/outboxprom"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -37,7 +38,7 @@ func TestMetricsFromARelay(t *testing.T) {
 	if err := d.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st := outbox.SQLite(d)
+	st := outboxlite.New(d)
 	add := func(id, topic string) {
 		t.Helper()
 		tx, err := d.DB().BeginTx(ctx, nil)
@@ -148,7 +149,7 @@ func TestStuckRelayShows(t *testing.T) {
 	now := time.Now()
 	m := outboxprom.New(outboxprom.Options{Health: func() outbox.Health { return r.Health() },
 		Now: func() time.Time { return now }})
-	r, err = outbox.New(outbox.SQLite(d), outbox.Config{Target: refuseB{}, OnSend: m.OnSend})
+	r, err = outbox.New(outboxlite.New(d), outbox.Config{Target: refuseB{}, OnSend: m.OnSend})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/txinbox/txinbox/internal/cli/demo"
 	"github.com/txinbox/txinbox/invoicer"
 	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxpg"
 	as4target "github.com/txinbox/txinbox/outbox/target/as4"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
@@ -113,13 +115,13 @@ func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 	}, func(ctx context.Context, db *clikit.InboxDB, _ clikit.DBFlags) error {
 		cfg := invoicer.Config{Scope: invoicer.DefaultScope, Sender: invoicerSender, Partners: invoicerPartners}
 		if db.PG != nil {
-			h, err := invoicer.PostgreSQL(outbox.PostgreSQL(db.PG), cfg)
+			h, err := invoicer.PostgreSQL(outboxpg.New(db.PG), cfg)
 			if err != nil {
 				return err
 			}
 			return consumeInvoices(ctx, db.PG, h, seeds, topic)
 		}
-		h, err := invoicer.SQLite(outbox.SQLite(db.Lite), cfg)
+		h, err := invoicer.SQLite(outboxlite.New(db.Lite), cfg)
 		if err != nil {
 			return err
 		}
@@ -176,9 +178,9 @@ func RunRelay(ctx context.Context, env *clikit.Env, args []string) int {
 		}
 		var st outbox.Store
 		if db.PG != nil {
-			st = outbox.PostgreSQL(db.PG)
+			st = outboxpg.New(db.PG)
 		} else {
-			st = outbox.SQLite(db.Lite)
+			st = outboxlite.New(db.Lite)
 		}
 		r, err := outbox.New(st, outbox.Config{
 			Target: target, BatchSize: 4, Concurrency: 2, MaxAttempts: 1000,

@@ -1,4 +1,8 @@
-package outbox
+// Package outboxpg is the outbox table of a PostgreSQL inbox database
+// (store/pgstore), for package outbox's Relay: rows added with Add in a
+// handler's pgx.Tx, claimed with SELECT ... FOR UPDATE SKIP LOCKED. It is
+// a package of its own so that programs on SQLite do not link pgx.
+package outboxpg
 
 import (
 	"context"
@@ -9,37 +13,43 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/internal/table"
+	"github.com/txinbox/txinbox/store"
 )
 
-// PG is the outbox table of a PostgreSQL inbox database (pgstore). Its
+// Store is the outbox table of a PostgreSQL inbox database (pgstore). Its
 // rows are claimed with SELECT ... FOR UPDATE SKIP LOCKED in a short
 // transaction that also records the outcome of each send, so relays in
 // several goroutines and processes share the work and never send the same
 // row at the same time.
-type PG struct {
+type Store struct {
 	pool *pgxpool.Pool
 	q    pgQueries
 }
 
-var _ Store = (*PG)(nil)
+var (
+	_ outbox.Store           = (*Store)(nil)
+	_ outbox.AuditedReplayer = (*Store)(nil)
+)
 
-// PostgreSQLDatabase is the inbox database PostgreSQL needs: a
-// *pgstore.Driver (its pool, its schema and table prefix). It is an
-// interface so that this package does not link pgstore.
-type PostgreSQLDatabase interface {
+// Database is the inbox database New needs: a *pgstore.Driver (its pool,
+// its schema and table prefix). It is an interface so that this package
+// does not link pgstore.
+type Database interface {
 	Pool() *pgxpool.Pool
 	Tables() schema.Tables
 }
 
-// PostgreSQL returns the outbox table of the driver's database (a
+// New returns the outbox table of the driver's database (a
 // *pgstore.Driver: its schema and table prefix). The driver's Migrate
 // creates it.
-func PostgreSQL(d PostgreSQLDatabase) *PG {
+func New(d Database) *Store {
 	t := d.Tables()
 	x := t.Expand
 	cols := `id, scope, message_id, part, source, topic, key, content_type, headers, payload, created_at, attempts`
 	pending := `sent_at IS NULL AND failed_at IS NULL`
-	return &PG{pool: d.Pool(), q: pgQueries{
+	return &Store{pool: d.Pool(), q: pgQueries{
 		add: x(`INSERT INTO {outbox} (scope, message_id, part, source, topic, key, content_type, headers, payload)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9) ON CONFLICT (scope, message_id, part) DO NOTHING`),
 		claim: x(`SELECT ` + cols + ` FROM {outbox} o WHERE ` + pending + `
@@ -86,39 +96,35 @@ type pgQueries struct {
 // Add writes e to the outbox in tx, the handler's inbox transaction: the
 // row exists only if the transaction commits. A second Add of the same
 // (Scope, MessageID, Part) is ignored.
-func (p *PG) Add(ctx context.Context, tx pgx.Tx, e Entry) error {
-	if err := validateEntry(&e); err != nil {
-		return err
-	}
-	h, err := headersJSON(e.Headers)
+func (p *Store) Add(ctx context.Context, tx pgx.Tx, e outbox.Entry) error {
+	e, h, err := table.Row(e)
 	if err != nil {
 		return err
-	}
-	if e.Payload == nil {
-		e.Payload = []byte{}
 	}
 	_, err = tx.Exec(ctx, p.q.add, e.Scope, e.MessageID, e.Part, e.Source, e.Topic, e.Key, e.ContentType, h, e.Payload)
 	return err
 }
 
-func (p *PG) claim(ctx context.Context, spec claimSpec) (claimed, error) {
+// Claim implements outbox.Store: it locks up to spec.N due rows in a
+// transaction that stays open until the batch's Finish.
+func (p *Store) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch, error) {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	q := p.q.claim
-	if spec.ordered {
+	if spec.Ordered {
 		q = p.q.claimOrdered
 	}
-	rows, _ := tx.Query(ctx, q, spec.n)
-	var msgs []*Message
-	var m Message
+	rows, _ := tx.Query(ctx, q, spec.N)
+	var msgs []*outbox.Message
+	var m outbox.Message
 	var headers []byte
 	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Scope, &m.MessageID, &m.Part, &m.Source, &m.Topic, &m.Key,
 		&m.ContentType, &headers, &m.Payload, &m.CreatedAt, &m.Attempt}, func() error {
 		c := m
 		c.Attempt++
-		c.Headers, c.unreadable = parseHeaders(headers)
+		c.Headers, c.Unreadable = outbox.DecodeHeaders(headers)
 		msgs = append(msgs, &c)
 		return nil
 	})
@@ -130,29 +136,32 @@ func (p *PG) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 }
 
 // pgClaim holds the claim transaction: the rows stay locked (other relays
-// skip them) until finish commits their outcomes.
+// skip them) until Finish commits their outcomes.
 type pgClaim struct {
 	tx   pgx.Tx
 	q    *pgQueries
-	msgs []*Message
+	msgs []*outbox.Message
 }
 
-func (c *pgClaim) messages() []*Message { return c.msgs }
+// Messages implements outbox.Batch.
+func (c *pgClaim) Messages() []*outbox.Message { return c.msgs }
 
-func (c *pgClaim) finish(ctx context.Context, outs []outcome) error {
+// Finish implements outbox.Batch: it records the outcomes and commits,
+// which unlocks the rows.
+func (c *pgClaim) Finish(ctx context.Context, outs []outbox.Outcome) error {
 	if c.tx == nil {
 		return nil
 	}
 	b := &pgx.Batch{}
 	for i, o := range outs {
 		id := c.msgs[i].ID
-		switch o.kind {
-		case sentOK:
-			b.Queue(c.q.sent, id, []byte(o.receipt))
-		case retryLater:
-			b.Queue(c.q.retry, id, o.err, o.delay.Seconds())
-		case failedForGood:
-			b.Queue(c.q.failed, id, o.err)
+		switch o.Result {
+		case outbox.Sent:
+			b.Queue(c.q.sent, id, []byte(o.Receipt))
+		case outbox.Retried:
+			b.Queue(c.q.retry, id, o.Err, o.Delay.Seconds())
+		case outbox.Failed:
+			b.Queue(c.q.failed, id, o.Err)
 		}
 	}
 	err := c.tx.SendBatch(ctx, b).Close()
@@ -166,8 +175,8 @@ func (c *pgClaim) finish(ctx context.Context, outs []outcome) error {
 }
 
 // Stats counts the rows by state.
-func (p *PG) Stats(ctx context.Context) (Stats, error) {
-	var s Stats
+func (p *Store) Stats(ctx context.Context) (outbox.Stats, error) {
+	var s outbox.Stats
 	var oldest *time.Time
 	err := p.pool.QueryRow(ctx, p.q.stats).Scan(&s.Unsent, &s.Retrying, &oldest, &s.Failed, &s.Sent)
 	if oldest != nil {
@@ -177,13 +186,13 @@ func (p *PG) Stats(ctx context.Context) (Stats, error) {
 }
 
 // ListFailed returns up to limit rows that failed for good, newest first.
-func (p *PG) ListFailed(ctx context.Context, limit int) ([]FailedRow, error) {
-	if err := validateLimit(limit); err != nil {
+func (p *Store) ListFailed(ctx context.Context, limit int) ([]outbox.FailedRow, error) {
+	if err := table.ValidateLimit(limit); err != nil {
 		return nil, err
 	}
 	rows, _ := p.pool.Query(ctx, p.q.listFailed, limit)
-	var out []FailedRow
-	var r FailedRow
+	var out []outbox.FailedRow
+	var r outbox.FailedRow
 	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Part, &r.Topic, &r.Key, &r.Attempts,
 		&r.LastError, &r.CreatedAt, &r.FailedAt}, func() error {
 		out = append(out, r)
@@ -194,26 +203,47 @@ func (p *PG) ListFailed(ctx context.Context, limit int) ([]FailedRow, error) {
 
 // Replay puts the failed row id back: not failed, attempts 0, due now. It
 // reports false when no failed row has that id.
-func (p *PG) Replay(ctx context.Context, id int64) (bool, error) {
+func (p *Store) Replay(ctx context.Context, id int64) (bool, error) {
 	tag, err := p.pool.Exec(ctx, p.q.replay, id)
 	return err == nil && tag.RowsAffected() == 1, err
 }
 
 // PurgeSent deletes up to limit rows sent before olderThan, oldest first.
-func (p *PG) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
-	if err := validateLimit(limit); err != nil {
+func (p *Store) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
+	if err := table.ValidatePurge(olderThan, limit); err != nil {
 		return 0, err
-	}
-	if olderThan.IsZero() {
-		return 0, errors.New("outbox: PurgeSent: olderThan is zero")
 	}
 	tag, err := p.pool.Exec(ctx, p.q.purge, olderThan, limit)
 	return tag.RowsAffected(), err
 }
 
 // SentBefore counts the rows sent before olderThan.
-func (p *PG) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
+func (p *Store) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
 	var n int64
 	err := p.pool.QueryRow(ctx, p.q.sentBefore, olderThan).Scan(&n)
 	return n, err
+}
+
+// ReplayAudited implements outbox.AuditedReplayer: it puts the failed row
+// id back and records the replay in the audit table, in one transaction.
+func (p *Store) ReplayAudited(ctx context.Context, id int64, a store.AuditEntry) (bool, error) {
+	if err := store.ValidateAudit(a); err != nil {
+		return false, err
+	}
+	ok := false
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		var scope, messageID string
+		var part int
+		err := tx.QueryRow(ctx, p.q.replayAudited, id).Scan(&scope, &messageID, &part)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		_, err = tx.Exec(ctx, p.q.audit, a.Actor, outbox.AuditAction, scope, messageID, a.Reason, table.AuditDetail(id, part))
+		return err
+	})
+	return ok, err
 }

@@ -1,4 +1,7 @@
-package outbox
+// Package outboxlite is the outbox table of a SQLite inbox database
+// (store/sqlitestore), for package outbox's Relay: rows added with Add in
+// a handler's *sql.Tx, claimed by lease.
+package outboxlite
 
 import (
 	"cmp"
@@ -10,35 +13,41 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/outbox"
+	"github.com/txinbox/txinbox/outbox/internal/table"
+	"github.com/txinbox/txinbox/store"
 )
 
-// Lite is the outbox table of a SQLite inbox database (sqlitestore).
+// Store is the outbox table of a SQLite inbox database (sqlitestore).
 // SQLite has no SKIP LOCKED, and holding its single write lock while
 // sending would stall the inbox: a relay leases rows instead (lease_owner,
 // lease_until) in a short write transaction, sends them with no
 // transaction open, then records the outcomes in another short
 // transaction that only touches rows it still leases. A crashed relay's
 // lease expires and another relay sends its rows again.
-type Lite struct {
+type Store struct {
 	db *sql.DB
 	q  liteQueries
 }
 
-var _ Store = (*Lite)(nil)
+var (
+	_ outbox.Store           = (*Store)(nil)
+	_ outbox.AuditedReplayer = (*Store)(nil)
+)
 
-// SQLiteDatabase is the inbox database SQLite needs: a *sqlitestore.Driver.
-// It is an interface only so that this package does not link the SQLite
-// engine into programs that use PostgreSQL.
-type SQLiteDatabase interface {
+// Database is the inbox database New needs: a *sqlitestore.Driver. It is
+// an interface only so that this package does not link the SQLite engine
+// into programs that use PostgreSQL.
+type Database interface {
 	DB() *sql.DB
 	Tables() schema.Tables
 }
 
-// SQLite returns the outbox table of the driver's database (a
+// New returns the outbox table of the driver's database (a
 // *sqlitestore.Driver). The driver's Migrate creates it. Open the database
 // as sqlitestore.Open does (_txlock=immediate, a busy timeout) when several
 // processes share it.
-func SQLite(d SQLiteDatabase) *Lite {
+func New(d Database) *Store {
 	x := d.Tables().Expand
 	cols := `id, scope, message_id, part, source, topic, key, content_type, headers, payload, created_at, attempts`
 	pending := `sent_at IS NULL AND failed_at IS NULL`
@@ -49,7 +58,7 @@ func SQLite(d SQLiteDatabase) *Lite {
 			RETURNING ` + cols)
 	}
 	release := `, lease_owner = NULL, lease_until = NULL WHERE id = ?1 AND lease_owner = ?2`
-	return &Lite{db: d.DB(), q: liteQueries{
+	return &Store{db: d.DB(), q: liteQueries{
 		add: x(`INSERT INTO {outbox} (scope, message_id, part, source, topic, key, content_type, headers, payload, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, message_id, part) DO NOTHING`),
 		claim: claim(""),
@@ -100,37 +109,33 @@ func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano
 // Add writes e to the outbox in tx, the handler's inbox transaction: the
 // row exists only if the transaction commits. A second Add of the same
 // (Scope, MessageID, Part) is ignored.
-func (l *Lite) Add(ctx context.Context, tx *sql.Tx, e Entry) error {
-	if err := validateEntry(&e); err != nil {
-		return err
-	}
-	h, err := headersJSON(e.Headers)
+func (l *Store) Add(ctx context.Context, tx *sql.Tx, e outbox.Entry) error {
+	e, h, err := table.Row(e)
 	if err != nil {
 		return err
-	}
-	if e.Payload == nil {
-		e.Payload = []byte{}
 	}
 	_, err = tx.ExecContext(ctx, l.q.add, e.Scope, e.MessageID, e.Part, e.Source, e.Topic, e.Key, e.ContentType, h,
 		e.Payload, formatTime(time.Now()))
 	return err
 }
 
-func (l *Lite) claim(ctx context.Context, spec claimSpec) (claimed, error) {
+// Claim implements outbox.Store: it leases up to spec.N due rows to
+// spec.Owner until spec.Lease ends, in a short write transaction.
+func (l *Store) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch, error) {
 	now := time.Now()
 	q := l.q.claim
-	if spec.ordered {
+	if spec.Ordered {
 		q = l.q.claimOrdered
 	}
-	var msgs []*Message
+	var msgs []*outbox.Message
 	err := l.withTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, q, spec.owner, formatTime(now.Add(spec.lease)), formatTime(now), spec.n)
+		rows, err := tx.QueryContext(ctx, q, spec.Owner, formatTime(now.Add(spec.Lease)), formatTime(now), spec.N)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var m Message
+			var m outbox.Message
 			var headers []byte
 			var created string
 			if err := rows.Scan(&m.ID, &m.Scope, &m.MessageID, &m.Part, &m.Source, &m.Topic, &m.Key, &m.ContentType,
@@ -146,9 +151,9 @@ func (l *Lite) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 			m.Attempt++
 			var terr error
 			if m.CreatedAt, terr = parseTime(created); terr != nil {
-				m.unreadable = fmt.Errorf("outbox: created_at: %w", terr)
+				m.Unreadable = fmt.Errorf("outbox: created_at: %w", terr)
 			} else {
-				m.Headers, m.unreadable = parseHeaders(headers)
+				m.Headers, m.Unreadable = outbox.DecodeHeaders(headers)
 			}
 			msgs = append(msgs, &m)
 		}
@@ -158,35 +163,38 @@ func (l *Lite) claim(ctx context.Context, spec claimSpec) (claimed, error) {
 		return nil, err
 	}
 	// RETURNING does not promise an order.
-	slices.SortFunc(msgs, func(a, b *Message) int { return cmp.Compare(a.ID, b.ID) })
-	return &liteClaim{l: l, owner: spec.owner, msgs: msgs}, nil
+	slices.SortFunc(msgs, func(a, b *outbox.Message) int { return cmp.Compare(a.ID, b.ID) })
+	return &liteClaim{l: l, owner: spec.Owner, msgs: msgs}, nil
 }
 
 // unscannable is the row rows is on, which failed to scan with scanErr,
 // as a Message with only its id, its attempt and why it is unreadable.
-func unscannable(rows *sql.Rows, scanErr error) (Message, error) {
-	var m Message
+func unscannable(rows *sql.Rows, scanErr error) (outbox.Message, error) {
+	var m outbox.Message
 	var skip any
 	dest := []any{&m.ID, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip, &skip}
 	if err := rows.Scan(dest...); err != nil {
 		return m, scanErr
 	}
-	m.unreadable = fmt.Errorf("outbox: reading the row: %w", scanErr)
+	m.Unreadable = fmt.Errorf("outbox: reading the row: %w", scanErr)
 	m.Attempt = 1
 	return m, nil
 }
 
-// liteClaim is a lease on rows; finish records the outcomes of the rows
+// liteClaim is a lease on rows; Finish records the outcomes of the rows
 // whose lease this relay still holds.
 type liteClaim struct {
-	l     *Lite
+	l     *Store
 	owner string
-	msgs  []*Message
+	msgs  []*outbox.Message
 }
 
-func (c *liteClaim) messages() []*Message { return c.msgs }
+// Messages implements outbox.Batch.
+func (c *liteClaim) Messages() []*outbox.Message { return c.msgs }
 
-func (c *liteClaim) finish(ctx context.Context, outs []outcome) error {
+// Finish implements outbox.Batch: it records the outcomes of the rows
+// this claim still leases and ends their lease.
+func (c *liteClaim) Finish(ctx context.Context, outs []outbox.Outcome) error {
 	if len(c.msgs) == 0 {
 		return nil
 	}
@@ -195,16 +203,16 @@ func (c *liteClaim) finish(ctx context.Context, outs []outcome) error {
 		for i, o := range outs {
 			var args []any
 			q := c.l.q.release
-			switch o.kind {
-			case sentOK:
-				q, args = c.l.q.sent, []any{formatTime(now), []byte(o.receipt)}
-				if o.receipt == nil {
+			switch o.Result {
+			case outbox.Sent:
+				q, args = c.l.q.sent, []any{formatTime(now), []byte(o.Receipt)}
+				if o.Receipt == nil {
 					args[1] = nil
 				}
-			case retryLater:
-				q, args = c.l.q.retry, []any{o.err, formatTime(now.Add(o.delay))}
-			case failedForGood:
-				q, args = c.l.q.failed, []any{o.err, formatTime(now)}
+			case outbox.Retried:
+				q, args = c.l.q.retry, []any{o.Err, formatTime(now.Add(o.Delay))}
+			case outbox.Failed:
+				q, args = c.l.q.failed, []any{o.Err, formatTime(now)}
 			}
 			// A lease that expired and was taken over is not ours to
 			// record: the other relay sends the row again (harmless,
@@ -217,7 +225,7 @@ func (c *liteClaim) finish(ctx context.Context, outs []outcome) error {
 	})
 }
 
-func (l *Lite) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (l *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -230,8 +238,8 @@ func (l *Lite) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // Stats counts the rows by state.
-func (l *Lite) Stats(ctx context.Context) (Stats, error) {
-	var s Stats
+func (l *Store) Stats(ctx context.Context) (outbox.Stats, error) {
+	var s outbox.Stats
 	var oldest sql.NullString
 	err := l.db.QueryRowContext(ctx, l.q.stats).Scan(&s.Unsent, &s.Retrying, &oldest, &s.Failed, &s.Sent)
 	if err == nil && oldest.Valid {
@@ -241,8 +249,8 @@ func (l *Lite) Stats(ctx context.Context) (Stats, error) {
 }
 
 // ListFailed returns up to limit rows that failed for good, newest first.
-func (l *Lite) ListFailed(ctx context.Context, limit int) ([]FailedRow, error) {
-	if err := validateLimit(limit); err != nil {
+func (l *Store) ListFailed(ctx context.Context, limit int) ([]outbox.FailedRow, error) {
+	if err := table.ValidateLimit(limit); err != nil {
 		return nil, err
 	}
 	rows, err := l.db.QueryContext(ctx, l.q.listFailed, limit)
@@ -250,9 +258,9 @@ func (l *Lite) ListFailed(ctx context.Context, limit int) ([]FailedRow, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []FailedRow
+	var out []outbox.FailedRow
 	for rows.Next() {
-		var r FailedRow
+		var r outbox.FailedRow
 		var created, failed string
 		if err := rows.Scan(&r.ID, &r.Scope, &r.MessageID, &r.Part, &r.Topic, &r.Key, &r.Attempts, &r.LastError,
 			&created, &failed); err != nil {
@@ -271,7 +279,7 @@ func (l *Lite) ListFailed(ctx context.Context, limit int) ([]FailedRow, error) {
 
 // Replay puts the failed row id back: not failed, attempts 0, due now. It
 // reports false when no failed row has that id.
-func (l *Lite) Replay(ctx context.Context, id int64) (bool, error) {
+func (l *Store) Replay(ctx context.Context, id int64) (bool, error) {
 	res, err := l.db.ExecContext(ctx, l.q.replay, id)
 	if err != nil {
 		return false, err
@@ -281,12 +289,9 @@ func (l *Lite) Replay(ctx context.Context, id int64) (bool, error) {
 }
 
 // PurgeSent deletes up to limit rows sent before olderThan, oldest first.
-func (l *Lite) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
-	if err := validateLimit(limit); err != nil {
+func (l *Store) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
+	if err := table.ValidatePurge(olderThan, limit); err != nil {
 		return 0, err
-	}
-	if olderThan.IsZero() {
-		return 0, errors.New("outbox: PurgeSent: olderThan is zero")
 	}
 	res, err := l.db.ExecContext(ctx, l.q.purge, formatTime(olderThan), limit)
 	if err != nil {
@@ -296,8 +301,35 @@ func (l *Lite) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (i
 }
 
 // SentBefore counts the rows sent before olderThan.
-func (l *Lite) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
+func (l *Store) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
 	var n int64
 	err := l.db.QueryRowContext(ctx, l.q.sentBefore, formatTime(olderThan)).Scan(&n)
 	return n, err
+}
+
+// ReplayAudited implements outbox.AuditedReplayer: it puts the failed row
+// id back and records the replay in the audit table, in one transaction.
+func (l *Store) ReplayAudited(ctx context.Context, id int64, a store.AuditEntry) (bool, error) {
+	if err := store.ValidateAudit(a); err != nil {
+		return false, err
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit: a no-op
+	var scope, messageID string
+	var part int
+	err = tx.QueryRowContext(ctx, l.q.replayAudited, id).Scan(&scope, &messageID, &part)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	at := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z") // sqlitestore's time format
+	if _, err := tx.ExecContext(ctx, l.q.audit, at, a.Actor, outbox.AuditAction, scope, messageID, a.Reason, table.AuditDetail(id, part)); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
 }
