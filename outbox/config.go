@@ -65,6 +65,7 @@ const (
 	Failed
 )
 
+// String names the result: "sent", "retried" or "failed".
 func (r SendResult) String() string {
 	switch r {
 	case Sent:

@@ -96,9 +96,12 @@ type RetryAfterError struct {
 	After time.Duration
 }
 
+// Error is the target's error, then how long it asked to wait.
 func (e *RetryAfterError) Error() string {
 	return fmt.Sprintf("%v (retry after %s)", e.Err, e.After)
 }
+
+// Unwrap returns the target's error.
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // RetryAfter wraps err so that the relay waits at least d before the next

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/internal/table"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // Store is the outbox table of a SQLite inbox database (sqlitestore).

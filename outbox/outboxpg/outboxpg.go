@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/internal/table"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // Store is the outbox table of a PostgreSQL inbox database (pgstore). Its

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/internal/pgsql"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 var _ store.CheckpointAdvancer = (*pgTx)(nil)

@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/internal/pgsql"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 //go:embed migrations/*.sql

@@ -4,8 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store/internal/pgsql"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // queries are the driver's SQL, expanded once for its tables: the batch

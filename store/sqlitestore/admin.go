@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // withTx runs fn in a transaction of its own.

@@ -23,8 +23,8 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 //go:embed migrations/*.sql

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // claimChunk keeps a claim statement under SQLite's limit of bound

@@ -9,7 +9,7 @@ import (
 
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/edi/ebms"
-	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // Tables holds the quoted, qualified names of the AS4 tables.

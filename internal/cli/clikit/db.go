@@ -13,12 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/txinbox/txinbox/internal/schema"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
+	"github.com/txinbox/txinbox/store/schema"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 

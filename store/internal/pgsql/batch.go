@@ -1,6 +1,6 @@
 package pgsql
 
-import "github.com/txinbox/txinbox/internal/schema"
+import "github.com/txinbox/txinbox/store/schema"
 
 // BatchSelect selects a claim's batch, u(scope, message_id, source,
 // source_position, partition_key, payload_hash, received_at), from

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // Every statement is expanded for the store's tables: none keeps a

@@ -3,7 +3,7 @@ package pgsql
 import (
 	"strings"
 
-	"github.com/txinbox/txinbox/internal/schema"
+	"github.com/txinbox/txinbox/store/schema"
 )
 
 // Statements are a store's batch statements, expanded for its tables.

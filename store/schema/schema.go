@@ -1,6 +1,9 @@
-// Package schema names the inbox tables and expands the embedded migration
-// templates of the SQL stores. Names are validated identifiers, never
-// user-built SQL.
+// Package schema names the tables of txinbox's SQL stores (the inbox's,
+// the outbox's, the AS4 endpoint's) and expands their embedded migration
+// templates: the part of a store that does not depend on its connection
+// library, shared by pgstore, sqlitestore, the outbox and AS4 tables, and
+// open to a store of another package. Names are validated identifiers,
+// never user-built SQL.
 package schema
 
 import (
