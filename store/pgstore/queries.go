@@ -17,7 +17,7 @@ type queries struct {
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
-	recent  *[32]atomic.Pointer[recentEffect]
+	recent  *[pgsql.EffectForms]atomic.Pointer[recentEffect]
 	// payloadReads caches readsPayload by the effect's statements,
 	// lastReads its last answer.
 	payloadReads *sync.Map
@@ -35,7 +35,7 @@ func newQueries(t schema.Tables, periods string) queries {
 		effects:      new(sync.Map),
 		payloadReads: new(sync.Map),
 		lastReads:    new(atomic.Pointer[lastReads]),
-		recent:       new([32]atomic.Pointer[recentEffect]),
+		recent:       new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
 		duplicates:   new(atomic.Bool),
 	}
 }
