@@ -9,21 +9,15 @@ import (
 )
 
 // queries are the driver's SQL, expanded once for its tables: the batch
-// statements (pgsql, shared with any PostgreSQL store) and the checkpoint
-// moves and declarative effects of this one.
+// statements and checkpoint moves (pgsql, shared with any PostgreSQL
+// store), and the claims of the declarative effects it met, cached.
 type queries struct {
 	pgsql.Statements
-	// advance moves a checkpoint from where the caller saw it
-	// (offsets.go).
-	advance string
-	// advanceGuarded is advance failing (advanceMoved) instead of
-	// answering 0 (DeferAdvance).
-	advanceGuarded string
 	// tables expands the declarative effects' claims, cached in effects
 	// by their statements (effect.go).
 	tables  schema.Tables
 	effects *sync.Map
-	recent  *[32]atomic.Pointer[recentEffect]
+	recent  *[pgsql.EffectForms]atomic.Pointer[recentEffect]
 	// payloadReads caches readsPayload by the effect's statements,
 	// lastReads its last answer.
 	payloadReads *sync.Map
@@ -36,14 +30,12 @@ type queries struct {
 
 func newQueries(t schema.Tables, periods string) queries {
 	return queries{
-		Statements:     pgsql.NewStatements(t, periods),
-		advance:        advanceSQL(t),
-		advanceGuarded: advanceGuardedSQL(t),
-		tables:         t,
-		effects:        new(sync.Map),
-		payloadReads:   new(sync.Map),
-		lastReads:      new(atomic.Pointer[lastReads]),
-		recent:         new([32]atomic.Pointer[recentEffect]),
-		duplicates:     new(atomic.Bool),
+		Statements:   pgsql.NewStatements(t, periods),
+		tables:       t,
+		effects:      new(sync.Map),
+		payloadReads: new(sync.Map),
+		lastReads:    new(atomic.Pointer[lastReads]),
+		recent:       new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
+		duplicates:   new(atomic.Bool),
 	}
 }

@@ -130,7 +130,7 @@ func (t *pgTx) firstBatch() *pgx.Batch {
 	b.BeginTx(txOptions)
 	b.Queue(pgsql.MarkBatch)
 	if t.advance != nil {
-		b.Queue(t.q.advanceGuarded, t.advance...)
+		b.Queue(t.q.AdvanceGuarded, t.advance...)
 		t.advance = nil
 	}
 	return b

@@ -33,6 +33,12 @@ type Statements struct {
 	// Checkpoint saves a partition's position; a lower one never moves it
 	// back. Checkpoints reads a source's positions.
 	Checkpoint, Checkpoints string
+	// Advance moves a checkpoint ($1-$4: scope, source, partition,
+	// position) from where the caller saw it ($5, -1 for none) and
+	// returns 1, or 0 when it is elsewhere; as a batch's first statement
+	// it arms the commit guard. AdvanceGuarded fails instead of
+	// answering 0 (AdvanceMoved).
+	Advance, AdvanceGuarded string
 }
 
 // NewStatements expands the statements for t; periods is the qualified
@@ -64,6 +70,7 @@ ON CONFLICT (scope, source, partition) DO UPDATE
 	s.ClaimClassifyCP = strings.Replace(s.ClaimClassify, guard, guard+cp, 1)
 	s.ClaimPartitioned = strings.ReplaceAll(t.Expand(claimPartitioned), "{periods}", periods)
 	s.LookupPartitioned = t.Expand(lookupPartitioned)
+	s.Advance, s.AdvanceGuarded = advance(t), advanceGuarded(t)
 	return s
 }
 
