@@ -13,6 +13,7 @@ import (
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/server"
 )
 
 // TestSampleConfigLoads: the repository's txinbox.yaml loads into a
@@ -26,32 +27,9 @@ func TestSampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	db, err := clikit.OpenDB(ctx, o.db, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Admin.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	newAS4 := func(ctx context.Context) (as4.Store[*sql.Tx], error) { return sqliteAS4(ctx, db, &o) }
-	eff, err := newEffect[*sql.Tx](ctx, &o, db, db.Lite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, closeAll, _, err := buildServer[*sql.Tx](ctx, env, &o, db, db.Lite, eff, newAS4, slog.New(slog.DiscardHandler), nil)
-	defer closeAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := srv.Config()
-	var got []string
-	for _, s := range cfg.Sources {
-		got = append(got, s.Name+"/"+s.Scope+"/"+duration.Format(s.Retention.Keep))
-	}
+	cfg := sqliteServer(t, env, &o).Config()
 	want := "orders/orders/45d invoices/invoices/60d returns/returns/45d refunds/refunds/45d"
-	if strings.Join(got, " ") != want {
+	if got := sourceRetentions(cfg); got != want {
 		t.Errorf("sources %v, want %s", got, want)
 	}
 	if len(cfg.Endpoints) != 1 || cfg.Endpoints[0].Name != "as4" || cfg.Endpoints[0].RetryWindow.Within != 7*24*time.Hour {
@@ -73,4 +51,39 @@ func parseServeFlags(env *clikit.Env, args []string) (serveOptions, error) {
 	}
 	err := c.o.finish(fs.FlagSet, env, *c.config)
 	return c.o, err
+}
+
+// sqliteServer builds serve's server of o as serve does, over the SQLite
+// database of o; nothing connects or runs.
+func sqliteServer(t *testing.T, env *clikit.Env, o *serveOptions) *server.Server {
+	t.Helper()
+	ctx := context.Background()
+	db, err := clikit.OpenDB(ctx, o.db, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Admin.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newAS4 := func(ctx context.Context) (as4.Store[*sql.Tx], error) { return sqliteAS4(ctx, db, o) }
+	eff, err := newEffect[*sql.Tx](ctx, o, db, db.Lite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, closeAll, _, err := buildServer[*sql.Tx](ctx, env, o, db, db.Lite, eff, newAS4, slog.New(slog.DiscardHandler), nil)
+	t.Cleanup(closeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// sourceRetentions lists cfg's sources as name/scope/retention.
+func sourceRetentions(cfg server.Config) string {
+	var got []string
+	for _, s := range cfg.Sources {
+		got = append(got, s.Name+"/"+s.Scope+"/"+duration.Format(s.Retention.Keep))
+	}
+	return strings.Join(got, " ")
 }

@@ -2,10 +2,8 @@ package serve
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txinbox/txinbox/as4"
-	"github.com/txinbox/txinbox/duration"
-	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
@@ -107,28 +102,5 @@ func toySources(t *testing.T, env *clikit.Env, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	db, err := clikit.OpenDB(ctx, o.db, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Admin.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	newAS4 := func(ctx context.Context) (as4.Store[*sql.Tx], error) { return sqliteAS4(ctx, db, &o) }
-	eff, err := effect.New(ctx, db.Lite, effect.Spec{Mode: effect.None})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, closeAll, _, err := buildServer[*sql.Tx](ctx, env, &o, db, db.Lite, eff, newAS4, slog.New(slog.DiscardHandler), nil)
-	defer closeAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range srv.Config().Sources {
-		got = append(got, s.Name+"/"+s.Scope+"/"+duration.Format(s.Retention.Keep))
-	}
-	return strings.Join(got, " ")
+	return sourceRetentions(sqliteServer(t, env, &o).Config())
 }
