@@ -28,6 +28,7 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				"topic", topic, "err", err)
 			continue
 		}
+		unconfirmed := map[int32]int64{} // no committed offset: see stale.go
 		for p, o := range parts {
 			wm, ok := wms[p]
 			if !ok {
@@ -46,9 +47,16 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 					c.wakePoll()
 				}
 				c.mu.Unlock()
+				if committed < 0 {
+					unconfirmed[p] = wm
+					continue
+				}
 				c.cfg.Logger.InfoContext(ctx, "kafka: resuming after the database watermark",
 					"topic", topic, "partition", p, "committed", committed, "watermark", wm)
 			}
+		}
+		if len(unconfirmed) > 0 {
+			c.resumeUnconfirmed(ctx, topic, unconfirmed)
 		}
 	}
 	return offsets, nil
@@ -87,8 +95,11 @@ func (c *Consumer) watermarks(ctx context.Context, topic string) (map[int32]int6
 		case !ok:
 			continue
 		case wm >= end.Offset:
-			c.cfg.Logger.WarnContext(ctx, "kafka: ignoring a database watermark at or past the end of its partition (was the topic created again?)",
-				"topic", topic, "partition", part, "watermark", wm, "end", end.Offset)
+			c.cfg.Logger.WarnContext(ctx, "kafka: ignoring a database watermark at or past the end of its partition "+
+				"(a new cluster, or the topic created again?): delete the topic's watermarks (fix) or use a new scope, "+
+				"and start again; with OffsetWatermark the partition cannot move on until then",
+				"scope", c.proc.Settings().Scope, "topic", topic, "partition", part, "watermark", wm, "end", end.Offset,
+				"fix", deleteWatermarkSQL(c.proc.Settings().Scope, topic))
 			continue
 		}
 		out[part] = wm
