@@ -77,7 +77,16 @@ type Config[TTx any] struct {
 	// Hooks receive outcomes and batch statistics (see OutcomeHook,
 	// BatchHook, BatchStartHook). Defaults to none.
 	Hooks []Hook
-	// Logger logs failures and dead letters. Defaults to slog.Default().
+	// Logger logs, at Warn, each failed attempt of a message left for a
+	// retry ("txinbox: attempt failed, will be retried": scope,
+	// message_id, attempt, err, and source, source_position and
+	// partition_key when set), at most 10 lines per scope per minute: the
+	// attempts left out are counted, and the count is logged in one line
+	// ("txinbox: more failed attempts not logged") with the scope's first
+	// failed attempt after that minute. At Warn too, each dead letter
+	// ("txinbox: message dead-lettered", not limited); at Error, a
+	// failure to record attempts; at Debug, a batch retried after a
+	// transient database error. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now returns the current time. Defaults to time.Now; tests set it.
 	Now func() time.Time

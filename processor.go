@@ -24,6 +24,8 @@ type Processor[TTx any] struct {
 	batchHooks   []BatchHook
 	startHooks   []BatchStartHook
 	ackHooks     []AckHook
+	// attemptLog bounds the log lines of failed attempts per scope.
+	attemptLog *logLimiter
 
 	batcherOnce sync.Once
 	reqs        chan *submitRequest
@@ -42,10 +44,11 @@ func NewProcessor[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Processo
 		return nil, err
 	}
 	p := &Processor[TTx]{
-		driver:  driver,
-		cfg:     cfg,
-		reqs:    make(chan *submitRequest),
-		closing: make(chan struct{}),
+		driver:     driver,
+		cfg:        cfg,
+		reqs:       make(chan *submitRequest),
+		closing:    make(chan struct{}),
+		attemptLog: newLogLimiter(attemptLogLines, attemptLogWindow),
 	}
 	for i, h := range cfg.Hooks {
 		used := false
@@ -378,7 +381,9 @@ func commitTx[TTx any](ctx context.Context, tx store.Tx[TTx]) error {
 }
 
 // afterCommit records the failed attempts in their own transaction, so
-// that the counts survive the rollback of the handlers' work.
+// that the counts survive the rollback of the handlers' work, and logs
+// them: every path of a failed attempt (Process, Submit, ProcessOffsets,
+// a message failing alone) ends here, once per attempt.
 func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 	var rows []store.FailureRow
 	var failed []*item
@@ -396,6 +401,7 @@ func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 			p.cfg.Logger.ErrorContext(ctx, "txinbox: recording failed attempts", "err", err, "messages", len(rows))
 			for _, it := range failed {
 				it.res.RetryAfter = p.cfg.Backoff(1)
+				p.logFailedAttempt(ctx, it, 0)
 			}
 		}
 		for i, fr := range frs {
@@ -415,6 +421,7 @@ func (p *Processor[TTx]) afterCommit(ctx context.Context, b *batch) {
 					"message_id", it.row.MessageID, "attempts", fr.Attempts, "err", it.res.Err)
 			} else {
 				it.res.RetryAfter = p.cfg.Backoff(fr.Attempts)
+				p.logFailedAttempt(ctx, it, fr.Attempts)
 			}
 		}
 	}

@@ -98,7 +98,7 @@ type ScopeStats struct {
 	Inbox       int64
 	Expired     int64     // inbox rows received before the cutoff
 	OldestInbox time.Time // zero when the scope has no inbox row
-	Attempts    int64     // messages with failed attempts, not processed
+	Attempts    int64     // messages being retried: failed attempts, neither processed nor dead-lettered
 	DeadLetters int64     // not dropped
 	Drift       int64
 }

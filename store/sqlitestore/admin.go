@@ -260,12 +260,16 @@ func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int
 	return out, rows.Err()
 }
 
-// ScopeStats counts per scope (a scan of the tables).
+// ScopeStats counts per scope (a scan of the tables). A message counts
+// under Attempts only while it is being retried: neither processed nor
+// dead-lettered (a dropped dead letter included: its redeliveries stay
+// refused), though its attempts row stays.
 func (d *Driver) ScopeStats(ctx context.Context, expiredBefore time.Time) ([]store.ScopeStats, error) {
 	rows, err := d.db.QueryContext(ctx, d.t.Expand(`WITH s AS (
 	SELECT scope FROM {inbox} UNION SELECT scope FROM {attempts} UNION SELECT scope FROM {dead_letters} UNION SELECT scope FROM {drift}),
 i AS (SELECT scope, count(*) AS n, coalesce(sum(received_at < ?), 0) AS expired, min(received_at) AS oldest FROM {inbox} GROUP BY scope),
-a AS (SELECT scope, count(*) AS n FROM {attempts} x WHERE NOT EXISTS (SELECT 1 FROM {inbox} y WHERE y.scope = x.scope AND y.message_id = x.message_id) GROUP BY scope),
+a AS (SELECT scope, count(*) AS n FROM {attempts} x WHERE NOT EXISTS (SELECT 1 FROM {inbox} y WHERE y.scope = x.scope AND y.message_id = x.message_id)
+	AND NOT EXISTS (SELECT 1 FROM {dead_letters} z WHERE z.scope = x.scope AND z.message_id = x.message_id AND z.message_id <> '') GROUP BY scope),
 d AS (SELECT scope, count(*) AS n FROM {dead_letters} WHERE dropped_at IS NULL GROUP BY scope),
 f AS (SELECT scope, count(*) AS n FROM {drift} GROUP BY scope)
 SELECT s.scope, coalesce(i.n, 0), coalesce(i.expired, 0), i.oldest, coalesce(a.n, 0), coalesce(d.n, 0), coalesce(f.n, 0)

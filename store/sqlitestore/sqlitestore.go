@@ -101,9 +101,18 @@ func Open(path string, opts Options) (*Driver, error) {
 
 // New returns a Driver on an open database. Open it with _txlock=immediate
 // and a busy_timeout (as Open does) when several processes share the file.
+//
+// db must be a modernc.org/sqlite database (sql.Open("sqlite", ...)): the
+// store guards its transactions with that driver's commit hook. Another
+// driver is refused here, with an error that says what to use instead (a
+// PostgreSQL database is pgstore's, through a pgxpool.Pool), rather than
+// failing later in Migrate or Begin.
 func New(db *sql.DB, opts Options) (*Driver, error) {
 	if db == nil {
 		return nil, errors.New("sqlitestore: New: db is nil")
+	}
+	if err := checkDriver(db); err != nil {
+		return nil, err
 	}
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = "txinbox_"

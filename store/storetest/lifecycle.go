@@ -210,6 +210,40 @@ func testScopeStats[TTx any](f *fixture[TTx]) {
 	}
 }
 
+// testScopeStatsDeadLetters: a dead-lettered message counts under
+// DeadLetters only, not under Attempts too (its attempts row stays): a
+// message is failing only while it is being retried. A dropped dead
+// letter is neither: its redeliveries stay refused.
+func testScopeStatsDeadLetters[TTx any](f *fixture[TTx]) {
+	p := f.processor(txinbox.Config[TTx]{MaxAttempts: 2}, func(m *txinbox.Message) error {
+		if m.ID == "poison" || m.ID == "dropped" {
+			return txinbox.Permanent(errBoom)
+		}
+		if m.ID != "ok" {
+			return errBoom
+		}
+		return nil
+	})
+	wantOutcomes(f.t, f.process(p, msg("ok", "x"), msg("retried", "x"), msg("maxed", "x"), msg("poison", "x"), msg("dropped", "x")),
+		txinbox.Processed, txinbox.Retry, txinbox.Retry, txinbox.DeadLettered, txinbox.DeadLettered)
+	wantOutcomes(f.t, f.process(p, msg("maxed", "x")), txinbox.DeadLettered)
+	a := f.d.(store.Admin)
+	in, err := a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "dropped"})
+	if err != nil || in.DeadLetter == nil {
+		f.t.Fatalf("Inspect(dropped) = %+v, %v", in, err)
+	}
+	if ok, err := a.DropDeadLetter(f.ctx, in.DeadLetter.ID, store.AuditEntry{Actor: "ops", Reason: "test"}); !ok || err != nil {
+		f.t.Fatalf("DropDeadLetter = %v, %v", ok, err)
+	}
+	stats, err := a.ScopeStats(f.ctx, time.Now().Add(-time.Hour))
+	if err != nil || len(stats) != 1 {
+		f.t.Fatalf("ScopeStats = %+v, %v", stats, err)
+	}
+	if s := stats[0]; s.Inbox != 1 || s.Attempts != 1 || s.DeadLetters != 2 {
+		f.t.Errorf("ScopeStats = %+v, want Inbox 1, Attempts 1 (retried), DeadLetters 2 (maxed, poison; dropped is neither)", s)
+	}
+}
+
 // testInboxGauges: the scrape figures count the rows, those received before
 // the cutoff and the oldest, across scopes.
 func testInboxGauges[TTx any](f *fixture[TTx]) {

@@ -151,6 +151,7 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"PurgeExpiredInBoundedBatches", testPurge[TTx]},
 		{"InspectForgetDrop", testInspectForgetDrop[TTx]},
 		{"ScopeStats", testScopeStats[TTx]},
+		{"ScopeStatsDeadLetters", testScopeStatsDeadLetters[TTx]},
 		{"InboxGauges", testInboxGauges[TTx]},
 		{"SameIDFromTwoProcesses", testTwoProcesses[TTx]},
 		{"HostileHandlers", testHostileHandlers[TTx]},
