@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -16,6 +17,16 @@ import (
 // elements are pointers into the slice, so pgx encodes them without
 // reflection and without allocating per element. Each encodes as the
 // binary array of its element type.
+//
+// pgx knows a parameter's type only from a statement description, which
+// the query exec modes exec and simple_protocol (set for PgBouncer) do
+// not ask for: there it encodes every parameter as text for an unknown
+// type (OID 0), and finds no plan for these types by their array type.
+// But it first asks a value in text format whether it is a
+// pgtype.TextValuer, before any type lookup: each of these types is one,
+// and answers with its array literal (arrayLiteral). The modes that
+// describe the statement encode these parameters in binary, which never
+// asks (pgx.ExtendedQueryBuilder picks binary for every array type).
 
 // textArray is a text[] parameter.
 type textArray []string
@@ -28,12 +39,18 @@ func (e *textElem) TextValue() (pgtype.Text, error) {
 	return pgtype.Text{String: string(*e), Valid: true}, nil
 }
 
+// TextValue implements pgtype.TextValuer: the array literal.
+func (a textArray) TextValue() (pgtype.Text, error) { return arrayLiteral(pgtype.TextArrayOID, a) }
+
 func (a textArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
 func (a textArray) Index(i int) any                     { return (*textElem)(&a[i]) }
 func (a textArray) IndexType() any                      { return (*textElem)(nil) }
 
 // nullTextArray is a text[] parameter whose nil elements are NULL.
 type nullTextArray []*string
+
+// TextValue implements pgtype.TextValuer: the array literal.
+func (a nullTextArray) TextValue() (pgtype.Text, error) { return arrayLiteral(pgtype.TextArrayOID, a) }
 
 func (a nullTextArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
 func (a nullTextArray) IndexType() any                      { return (*textElem)(nil) }
@@ -50,6 +67,9 @@ type byteaElem []byte
 
 // BytesValue implements pgtype.BytesValuer.
 func (e *byteaElem) BytesValue() ([]byte, error) { return *e, nil }
+
+// TextValue implements pgtype.TextValuer: the array literal.
+func (a byteaArray) TextValue() (pgtype.Text, error) { return arrayLiteral(pgtype.ByteaArrayOID, a) }
 
 func (a byteaArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
 func (a byteaArray) IndexType() any                      { return (*byteaElem)(nil) }
@@ -74,9 +94,37 @@ func (e *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: time.Time(*e), Valid: true}, nil
 }
 
+// TextValue implements pgtype.TextValuer: the array literal.
+func (a timeArray) TextValue() (pgtype.Text, error) {
+	return arrayLiteral(pgtype.TimestamptzArrayOID, a)
+}
+
 func (a timeArray) Dimensions() []pgtype.ArrayDimension { return dims(len(a)) }
 func (a timeArray) Index(i int) any                     { return (*timeElem)(&a[i]) }
 func (a timeArray) IndexType() any                      { return (*timeElem)(nil) }
+
+// textMaps are type maps for arrayLiteral; a pgtype.Map is not safe for
+// concurrent use (it memoizes its plans).
+var textMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
+
+// arrayLiteral is a's text form as an array of type oid, e.g.
+// {"a",NULL}, encoded by pgx's array codec: it quotes and escapes the
+// elements, and gives each its type's text form (bytea as \x hex,
+// timestamptz with its offset). Only the modes without a statement
+// description call it, where allocations per element do not matter.
+func arrayLiteral(oid uint32, a pgtype.ArrayGetter) (pgtype.Text, error) {
+	m := textMaps.Get().(*pgtype.Map)
+	defer textMaps.Put(m)
+	buf, err := m.Encode(oid, pgtype.TextFormatCode, plainArray{a}, nil)
+	if err != nil {
+		return pgtype.Text{}, err
+	}
+	return pgtype.Text{String: string(buf), Valid: buf != nil}, nil
+}
+
+// plainArray is an ArrayGetter without the TextValue of the one it
+// wraps, which pgx would otherwise call again instead of its array codec.
+type plainArray struct{ pgtype.ArrayGetter }
 
 // dims are the dimensions of a one-dimensional array of n elements; an
 // empty array has none (pgx sends '{}', not NULL, for a non-nil empty
@@ -126,6 +174,9 @@ type textColumn struct {
 	field func(*store.ClaimRow) *string
 }
 
+// TextValue implements pgtype.TextValuer: the array literal.
+func (c textColumn) TextValue() (pgtype.Text, error) { return arrayLiteral(pgtype.TextArrayOID, c) }
+
 func (c textColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.n) }
 func (c textColumn) Index(i int) any                     { return (*textElem)(c.field(c.v.row(i))) }
 func (c textColumn) IndexType() any                      { return (*textElem)(nil) }
@@ -133,6 +184,9 @@ func (c textColumn) IndexType() any                      { return (*textElem)(ni
 // hashColumn is the bytea[] parameter of the rows' payload hashes; a nil
 // hash is NULL.
 type hashColumn struct{ v claimView }
+
+// TextValue implements pgtype.TextValuer: the array literal.
+func (c hashColumn) TextValue() (pgtype.Text, error) { return arrayLiteral(pgtype.ByteaArrayOID, c) }
 
 func (c hashColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.v.n) }
 func (c hashColumn) IndexType() any                      { return (*byteaElem)(nil) }
@@ -149,6 +203,11 @@ func (c hashColumn) Index(i int) any {
 type receivedColumn struct {
 	v claimView
 	n int
+}
+
+// TextValue implements pgtype.TextValuer: the array literal.
+func (c receivedColumn) TextValue() (pgtype.Text, error) {
+	return arrayLiteral(pgtype.TimestamptzArrayOID, c)
 }
 
 func (c receivedColumn) Dimensions() []pgtype.ArrayDimension { return dims(c.n) }

@@ -21,11 +21,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
 }
 
-var harness = newHarness("pgstore", false)
+var harness = newHarness("pgstore", false, "")
 
 // newHarness adapts pgstore to the conformance suite; partitioned migrates
-// the partitioned layout, which the child processes then detect.
-func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
+// the partitioned layout, which the child processes then detect; mode is
+// the pools' pgx query exec mode (execModes), "" for pgx's default.
+func newHarness(name string, partitioned bool, mode string) storetest.Harness[pgx.Tx] {
 	effect := "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
 	if partitioned {
 		effect = "" // no declarative effect on the partitioned layout
@@ -36,7 +37,7 @@ func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
 		New: func(t *testing.T) (store.Driver[pgx.Tx], string) {
 			admin := testdb.Require(t)
 			schema := testdb.NewSchema(t, admin)
-			pool := testdb.PoolIn(t, schema, 16)
+			pool := poolInMode(t, schema, mode, 16)
 			if _, err := pool.Exec(context.Background(), "CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func newHarness(name string, partitioned bool) storetest.Harness[pgx.Tx] {
 			if err := d.Migrate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			return d, testdb.URL() + "|" + schema
+			return d, modeURL(mode) + "|" + schema // the children's pools in mode too
 		},
 		Open: func(ctx context.Context, desc string) (store.Driver[pgx.Tx], func(), error) {
 			url, schema, _ := strings.Cut(desc, "|")
@@ -105,5 +106,12 @@ func TestConformance(t *testing.T) {
 
 // TestConformancePartitioned runs the suite on the partitioned layout.
 func TestConformancePartitioned(t *testing.T) {
-	storetest.Run(t, newHarness("pgstore-partitioned", true))
+	storetest.Run(t, newHarness("pgstore-partitioned", true, ""))
+}
+
+// TestConformanceExecMode runs the suite with pools in pgx's exec mode,
+// which describes no statement: pgx sends every parameter as text of an
+// unknown type.
+func TestConformanceExecMode(t *testing.T) {
+	storetest.Run(t, newHarness("pgstore-exec", false, "exec"))
 }
