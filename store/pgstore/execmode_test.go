@@ -42,7 +42,7 @@ func modeURL(mode string) string {
 // poolInMode opens a pool of at most maxConns connections on the test
 // database in the given exec mode ("": pgx's default), with search_path
 // schema, closed at cleanup.
-func poolInMode(t *testing.T, schema, mode string, maxConns int32) *pgxpool.Pool {
+func poolInMode(t testing.TB, schema, mode string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(modeURL(mode))
 	if err != nil {
