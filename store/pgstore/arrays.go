@@ -26,7 +26,8 @@ import (
 // pgtype.TextValuer, before any type lookup: each of these types is one,
 // and answers with its array literal (arrayLiteral). The modes that
 // describe the statement encode these parameters in binary, which never
-// asks (pgx.ExtendedQueryBuilder picks binary for every array type).
+// asks (pgx.ExtendedQueryBuilder picks the format pgx registers for
+// the described type: binary for text[], bytea[] and timestamptz[]).
 
 // textArray is a text[] parameter.
 type textArray []string
