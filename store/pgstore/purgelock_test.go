@@ -235,3 +235,60 @@ func wantNoPurgeLock(t *testing.T, admin *pgxpool.Pool, key int64, wait time.Dur
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A server's idle_in_transaction_session_timeout must not end the purge
+// lock's session while a long purge runs (the lock would go, and another
+// purger start): the lock's transaction turns it off for itself.
+func TestPurgeLockOutlivesIdleInTransactionTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	cfg, err := pgxpool.ParseConfig(testdb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "100ms"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	d, err := pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := purgeLockKey(t, admin, schema, d)
+	release, ok, err := d.PurgeLock(ctx)
+	if err != nil || !ok {
+		t.Fatalf("PurgeLock = %v, %v; want the lock", ok, err)
+	}
+	release = releaseOnce(t, release)
+	// Waiting is the point: the timeout would have fired several times.
+	time.Sleep(500 * time.Millisecond)
+	wantPurgeLockHeld(t, admin, key)
+	release()
+	wantNoPurgeLock(t, admin, key, 0)
+}
+
+// A purger whose context is cancelled gets an error, and leaves no lock.
+func TestPurgeLockCancelled(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Require(t)
+	schema := testdb.NewSchema(t, admin)
+	d := lockDriver(t, testdb.URL(), schema)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if release, ok, err := d.PurgeLock(ctx); err == nil {
+		if ok {
+			release()
+		}
+		t.Fatalf("PurgeLock with a cancelled context = %v, nil; want an error", ok)
+	}
+	wantNoPurgeLock(t, admin, purgeLockKey(t, admin, schema, d), 0)
+	release, ok, err := d.PurgeLock(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("PurgeLock after a cancelled one = %v, %v; want the lock", ok, err)
+	}
+	release()
+}
