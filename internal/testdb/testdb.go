@@ -131,6 +131,11 @@ func openPool(t testing.TB, url, schema string, maxConns int32) *pgxpool.Pool {
 func ping(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	return pingCtx(ctx, url)
+}
+
+// pingCtx connects to url once, within ctx.
+func pingCtx(ctx context.Context, url string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err

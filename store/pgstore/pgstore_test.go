@@ -17,6 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	runPeriodChild()
+	runPurgeLockChild()
 	storetest.RunChild(harness)
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
 }
