@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox/internal/cli/clitest"
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/internal/testdb"
 )
 
@@ -34,7 +34,7 @@ func TestWalkthrough(t *testing.T) {
 	}()
 	produce(t, cluster, "INV-1", `{"customer":"ACME","amount":"12.50"}`)
 	produce(t, cluster, "INV-2", `{"customer":"GLOBEX","amount":"99.00"}`)
-	awaitOffset(t, adm, 2, done)
+	kafkatest.AwaitOffset(t, adm, "billing", "invoices", 0, 2, done)
 
 	id := findDeadLetter(t, url)
 	if _, err := pool.Exec(context.Background(), `INSERT INTO customers VALUES ('GLOBEX')`); err != nil {
@@ -45,7 +45,7 @@ func TestWalkthrough(t *testing.T) {
 		t.Errorf("dlq replay printed %q, want the next delivery of INV-2 announced", replayed)
 	}
 	produce(t, cluster, "INV-2", `{"customer":"GLOBEX","amount":"99.00"}`)
-	awaitOffset(t, adm, 3, done)
+	kafkatest.AwaitOffset(t, adm, "billing", "invoices", 0, 3, done)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -184,26 +184,5 @@ func produce(t *testing.T, cluster *kfake.Cluster, id, payload string) {
 	r := &kgo.Record{Topic: "invoices", Value: []byte(payload), Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(id)}}}
 	if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// awaitOffset waits until the group billing committed offset want of
-// invoices/0, or fails when run ends first or 30s pass.
-func awaitOffset(t *testing.T, adm *kadm.Client, want int64, done chan error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offsets, err := adm.FetchOffsets(context.Background(), "billing")
-		if o, ok := offsets.Lookup("invoices", 0); err == nil && ok && o.At == want {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before the offset reached %d: %v", want, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group's offset did not reach %d within 30s", want)
-		}
 	}
 }

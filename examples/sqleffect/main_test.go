@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -175,7 +176,7 @@ func TestDuplicateIsOneEffectRow(t *testing.T) {
 			go func() {
 				done <- run(ctx, args(db, cluster, "--effect-sql", tc.statement), func(string) string { return "" }, &logs)
 			}()
-			awaitOffset(t, adm, 2, done)
+			kafkatest.AwaitOffset(t, adm, "billing", "invoices", 0, 2, done)
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("run: %v\n%s", err, logs.String())
@@ -184,27 +185,6 @@ func TestDuplicateIsOneEffectRow(t *testing.T) {
 				t.Errorf("invoices %q, want [%q]", got, tc.want)
 			}
 		})
-	}
-}
-
-// awaitOffset waits until the group billing committed offset want of
-// invoices/0, or fails when run ends first or 30s pass.
-func awaitOffset(t *testing.T, adm *kadm.Client, want int64, done chan error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offsets, err := adm.FetchOffsets(context.Background(), "billing")
-		if o, ok := offsets.Lookup("invoices", 0); err == nil && ok && o.At == want {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before the offset reached %d: %v", want, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group's offset did not reach %d within 30s", want)
-		}
 	}
 }
 
