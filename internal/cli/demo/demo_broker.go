@@ -210,7 +210,7 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 	defer stdin.Close()
 	progress := time.NewTicker(200 * time.Millisecond)
 	defer progress.Stop()
-	lastReply := time.Now()
+	stall := newStallWatch(time.Now())
 	for {
 		for len(b.pending) > 0 && len(b.inflight) < b.window {
 			if err := b.deliver(w); err != nil {
@@ -229,7 +229,7 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 			if !ok {
 				return nil // the consumer exited
 			}
-			lastReply = time.Now()
+			stall.reply(r, time.Now())
 			if r.At != "" {
 				kill(r.At)
 				continue
@@ -242,9 +242,9 @@ func (b *demoBroker) feed(ctx context.Context, stdin io.WriteCloser, replies <-c
 			kill(crashRandom)
 		case <-progress.C:
 			b.progress()
-			if stalled := time.Since(lastReply); stalled > demoStallTimeout {
-				return fmt.Errorf("no progress for %s: the consumer answered none of %d deliveries",
-					stalled.Round(time.Second), len(b.inflight))
+			if d, stalled := stall.stalled(time.Now()); stalled {
+				return fmt.Errorf("no progress for %s: the consumer acknowledged none of %d deliveries%s",
+					d.Round(time.Second), len(b.inflight)+len(b.pending), stall.refusals())
 			}
 		case <-ctx.Done():
 			kill("interrupted")

@@ -272,14 +272,14 @@ func (d *queueDemo) watch(ctx context.Context, ch *queueChild, killAt int, kill 
 	check := time.NewTicker(50 * time.Millisecond)
 	defer check.Stop()
 	defer ch.stdin.Close()
-	lastReply := time.Now()
+	stall := newStallWatch(time.Now())
 	for {
 		select {
 		case r, ok := <-ch.replies:
 			if !ok {
 				return nil // the child exited
 			}
-			lastReply = time.Now()
+			stall.reply(r, time.Now())
 			if r.At != "" {
 				kill(r.At)
 				continue
@@ -295,13 +295,13 @@ func (d *queueDemo) watch(ctx context.Context, ch *queueChild, killAt int, kill 
 			if done, err := d.finished(ctx, killAt, kill); done || err != nil {
 				return err
 			}
-			if stalled := time.Since(lastReply); stalled > demoStallTimeout {
-				// Messages are pending and the consumer reports nothing:
+			if since, stalled := stall.stalled(time.Now()); stalled {
+				// Messages are pending and the consumer acknowledges nothing:
 				// say so with its log instead of waiting for ever.
 				ch.cmd.Process.Kill() //nolint:errcheck // it may be gone already
 				left, _, _ := d.b.pending(ctx)
-				return fmt.Errorf("no progress for %s: %s still holds %d messages and the consumer handled none; its log:\n%s",
-					stalled.Round(time.Second), d.b.where(), left, ch.stderr.String())
+				return fmt.Errorf("no progress for %s: %s still holds %d messages and the consumer handled none%s; its log:\n%s",
+					since.Round(time.Second), d.b.where(), left, stall.refusals(), ch.stderr.String())
 			}
 		case <-ctx.Done():
 			kill("interrupted")
