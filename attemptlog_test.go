@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -91,7 +92,7 @@ func TestFailedAttemptsLogged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			logs := &logRecorder{}
 			failures := 0
-			p, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "billing", Logger: slog.New(logs),
+			p, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "billing", Logger: slog.New(logs),
 				Handler: func(context.Context, *sql.Tx, *txinbox.Message) error {
 					if failures < 2 {
 						failures++

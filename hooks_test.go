@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/store/sqlitestore"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 )
 
 // recordingHook keeps every BatchInfo and AckInfo it is given.
@@ -32,23 +31,10 @@ func (h *recordingHook) OnAck(_ context.Context, info txinbox.AckInfo) {
 	h.acks = append(h.acks, info)
 }
 
-func openSQLite(t *testing.T) *sqlitestore.Driver {
-	t.Helper()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func TestBatchInfoHandlerAndCommitDurations(t *testing.T) {
 	const nap = 2 * time.Millisecond
 	hook := &recordingHook{}
-	p, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
+	p, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
 		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { time.Sleep(nap); return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +72,7 @@ func TestBatchInfoCountsHandlerTimeOfTheSavepointRedo(t *testing.T) {
 	const nap = 2 * time.Millisecond
 	hook := &recordingHook{}
 	var calls int
-	p, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
+	p, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
 		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
 			calls++
 			time.Sleep(nap)
@@ -120,7 +106,7 @@ func TestBatchInfoCommitDurationZeroWhenNotCommitted(t *testing.T) {
 	hook := &recordingHook{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
+	p, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook},
 		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error {
 			cancel() // the caller gives up while the handler runs: no commit
 			return context.Canceled
@@ -142,7 +128,7 @@ func TestBatchInfoCommitDurationZeroWhenNotCommitted(t *testing.T) {
 
 func TestReportAckReachesAckHooks(t *testing.T) {
 	hook, other := &recordingHook{}, &recordingHook{}
-	p, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook, other},
+	p, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "billing", Hooks: []txinbox.Hook{hook, other},
 		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 )
 
 // TestSubmitLingersOnlyWhenEveryWorkerIsBusy: with a worker free, a
@@ -17,7 +18,7 @@ import (
 func TestSubmitLingersOnlyWhenEveryWorkerIsBusy(t *testing.T) {
 	handler := func(context.Context, *sql.Tx, *txinbox.Message) error { return nil }
 	const linger = 5 * time.Second
-	free, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "light", Concurrency: 2,
+	free, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "light", Concurrency: 2,
 		Linger: linger, Handler: handler})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestSubmitLingersOnlyWhenEveryWorkerIsBusy(t *testing.T) {
 	}
 
 	hook := &recordingHook{}
-	one, err := txinbox.NewProcessor(openSQLite(t), txinbox.Config[*sql.Tx]{Scope: "single", Concurrency: 1,
+	one, err := txinbox.NewProcessor(sqlitetest.Open(t), txinbox.Config[*sql.Tx]{Scope: "single", Concurrency: 1,
 		Linger: 300 * time.Millisecond, Handler: handler, Hooks: []txinbox.Hook{hook}})
 	if err != nil {
 		t.Fatal(err)

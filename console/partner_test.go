@@ -6,14 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/console/ediview"
-	"github.com/txinbox/txinbox/store/sqlitestore"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 )
 
 // TestEDIReaderSeam shows a dead letter holding an EDIFACT interchange
@@ -22,14 +21,7 @@ import (
 // (ErrNotEDI's text).
 func TestEDIReaderSeam(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := sqlitetest.Open(t)
 	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(),
 		Handler: func(context.Context, *sql.Tx, *txinbox.Message) error {
 			return txinbox.Permanent(errors.New("refused"))

@@ -17,6 +17,7 @@ import (
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/console/as4view"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -26,14 +27,7 @@ import (
 // outcome counters from a Prometheus registry.
 func TestSQLite(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := sqlitetest.Open(t)
 	as4s, err := as4sqlite.New(d.DB(), as4sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,15 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/effect"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/store"
-	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // TestValidate: a spec's errors are serve's, naming its flags.
@@ -36,25 +35,12 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func openSQLite(t *testing.T) *sqlitestore.Driver {
-	t.Helper()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // TestSetBasedNeedsAJoiningStore: statements that read new_messages run
 // only joined to the claim; on SQLite, Check refuses them and Apply falls
 // back to a handler.
 func TestSetBasedNeedsAJoiningStore(t *testing.T) {
 	ctx := context.Background()
-	d := openSQLite(t)
+	d := sqlitetest.Open(t)
 	eff, err := effect.New(ctx, d, effect.Spec{Mode: effect.SQL, Statements: []string{"INSERT INTO t SELECT message_id FROM new_messages"}})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +57,7 @@ func TestSetBasedNeedsAJoiningStore(t *testing.T) {
 // prepare.
 func TestCheckPreparesEachStatement(t *testing.T) {
 	ctx := context.Background()
-	d := openSQLite(t)
+	d := sqlitetest.Open(t)
 	eff, err := effect.New(ctx, d, effect.Spec{Mode: effect.SQL, Statements: []string{"SELECT $1", "INSERT INTO nowhere VALUES ($1)"}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +71,7 @@ func TestCheckPreparesEachStatement(t *testing.T) {
 // the order effect.Params documents, as many as it names.
 func TestBrokerParams(t *testing.T) {
 	ctx := context.Background()
-	d := openSQLite(t)
+	d := sqlitetest.Open(t)
 	if _, err := d.DB().ExecContext(ctx, "CREATE TABLE got (a, b, c, d, e, f, g, h, i, j); CREATE TABLE few (a, b)"); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +120,7 @@ func TestNewNeedsAWayToRunStatements(t *testing.T) {
 	if _, err := effect.New[struct{}](ctx, noExecDriver{}, effect.Spec{Mode: effect.None}); err != nil {
 		t.Errorf("New with None: %v", err)
 	}
-	if _, err := effect.New(ctx, openSQLite(t), effect.Spec{Mode: effect.Outbox}); err == nil {
+	if _, err := effect.New(ctx, sqlitetest.Open(t), effect.Spec{Mode: effect.Outbox}); err == nil {
 		t.Error("New with Outbox and no OutboxTable: no error")
 	}
 }

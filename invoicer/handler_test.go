@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -22,11 +21,11 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/edi/edifact"
+	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
-	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // handlerEnv is one database with the invoicer's tables, for either store.
@@ -72,14 +71,7 @@ func pgEnv(t *testing.T) *handlerEnv[pgx.Tx] {
 
 func sqliteEnv(t *testing.T) *handlerEnv[*sql.Tx] {
 	ctx := context.Background()
-	d, err := sqlitestore.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := sqlitetest.Open(t)
 	for range 2 {
 		if err := MigrateSQLite(ctx, d.DB()); err != nil {
 			t.Fatal(err)
