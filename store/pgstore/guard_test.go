@@ -240,3 +240,45 @@ func TestCommitGuardWithCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestExecTypedGuarded: a statement run with ExecTyped (package effect's
+// per-message statements) in a handler's transaction is guarded like the
+// handler's own: after the handler ended the transaction with ROLLBACK as
+// SQL, it is refused rather than run in autocommit, and the message fails
+// alone while its neighbours commit.
+func TestExecTypedGuarded(t *testing.T) {
+	d, ctx := guardedDriver(t)
+	var typedErr error
+	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{Scope: "s", Logger: slog.New(slog.DiscardHandler),
+		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
+			if m.ID == "bad" {
+				if _, err := tx.Exec(ctx, "ROLLBACK"); err != nil {
+					return err
+				}
+				typedErr = d.ExecTyped(ctx, tx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, "after-"+m.ID)
+				return nil
+			}
+			return d.ExecTyped(ctx, tx, "INSERT INTO effects VALUES ($1, $2)", m.Scope, m.ID)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Process(ctx, []*txinbox.Message{{ID: "a"}, {ID: "bad"}, {ID: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != txinbox.Processed || res[1].Outcome != txinbox.Retry || res[2].Outcome != txinbox.Processed {
+		t.Fatalf("results = %+v", res)
+	}
+	if typedErr == nil || !strings.Contains(typedErr.Error(), "has ended") {
+		t.Errorf("ExecTyped after the handler's ROLLBACK = %v, want the ended transaction's refusal", typedErr)
+	}
+	var rows []string
+	r, _ := d.Pool().Query(ctx, "SELECT message_id FROM effects ORDER BY message_id")
+	if rows, err = pgx.CollectRows(r, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows, " ") != "a c" {
+		t.Errorf("effects = %v, want a c (nothing of bad, nothing in autocommit)", rows)
+	}
+}

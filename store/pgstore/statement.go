@@ -26,6 +26,17 @@ func (d *Driver) ExecTyped(ctx context.Context, tx pgx.Tx, statement string, arg
 	if err != nil {
 		return err
 	}
+	if h, ok := tx.(*handlerTx); ok {
+		// A handler's transaction, guarded as its own statements are: a
+		// deferred one begins with ctx, one the handler ended refuses.
+		if err := h.begin(ctx); err != nil {
+			return err
+		}
+		if !h.open() {
+			return errTxEnded
+		}
+		tx = h.Tx
+	}
 	return tx.Conn().PgConn().ExecParams(ctx, statement, values, oids, formats, nil).Read().Err
 }
 
