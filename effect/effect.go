@@ -37,7 +37,7 @@ var errNoExec = errors.New("effect: the store runs no statements: it implements 
 
 // New validates spec and binds it to driver: it asks the store whether an
 // effect can join the claim's statement (store.EffectChecker; an error
-// counts as no) and how to run statements (store.StatementRunner, else
+// is New's) and how to run statements (store.StatementRunner, else
 // ExecContext on a *sql.Tx). It prepares nothing: Check does.
 func New[TTx any](ctx context.Context, driver store.Driver[TTx], spec Spec) (*Effect[TTx], error) {
 	if err := spec.Validate(); err != nil {
@@ -49,7 +49,10 @@ func New[TTx any](ctx context.Context, driver store.Driver[TTx], spec Spec) (*Ef
 	e := &Effect[TTx]{spec: spec}
 	if c, ok := driver.(store.EffectChecker); ok {
 		e.checker = c
-		e.join, _ = c.JoinsEffects(ctx)
+		var err error
+		if e.join, err = c.JoinsEffects(ctx); err != nil {
+			return nil, fmt.Errorf("effect: asking the store whether it joins effects to the claim: %w", err)
+		}
 	}
 	if r, ok := driver.(store.StatementRunner[TTx]); ok {
 		e.exec, e.runner = r.ExecTyped, r
@@ -59,7 +62,7 @@ func New[TTx any](ctx context.Context, driver store.Driver[TTx], spec Spec) (*Ef
 		return nil, errNoExec
 	}
 	for _, s := range spec.Statements {
-		e.used = append(e.used, min(store.InspectStatement(s).MaxParam, MaxParams))
+		e.used = append(e.used, store.InspectStatement(s).MaxParam) // at most MaxParams (Validate)
 	}
 	return e, nil
 }

@@ -25,6 +25,8 @@ func TestValidate(t *testing.T) {
 		{effect.Spec{Mode: effect.SQL, Statements: []string{"DELETE FROM t"}}, ""},
 		{effect.Spec{Mode: effect.Outbox, Statements: []string{"DELETE FROM t"}}, "--effect-sql needs --effect sql (it is outbox)"},
 		{effect.Spec{Mode: effect.SQL}, "--effect sql needs at least one --effect-sql statement (parameters: AS4: $1 scope,"},
+		{effect.Spec{Mode: effect.SQL, Statements: []string{"SELECT $1", "INSERT INTO t VALUES ($2, $11)"}},
+			"--effect-sql statement 2 names $11: the parameters are $1 to $10"},
 		{effect.Spec{Mode: "mail"}, `--effect "mail": use none, outbox or sql`},
 		{effect.Spec{}, `--effect "": use none, outbox or sql`},
 	} {

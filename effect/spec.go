@@ -82,6 +82,11 @@ func (s Spec) Validate() error {
 		if len(s.Statements) == 0 {
 			return fmt.Errorf("--effect sql needs at least one --effect-sql statement (parameters: %s)", Params)
 		}
+		for i, st := range s.Statements {
+			if n := store.InspectStatement(st).MaxParam; n > MaxParams {
+				return fmt.Errorf("--effect-sql statement %d names $%d: the parameters are $1 to $%d (%s)", i+1, n, MaxParams, Params)
+			}
+		}
 	default:
 		return fmt.Errorf("--effect %q: use none, outbox or sql", s.Mode)
 	}
