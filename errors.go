@@ -19,7 +19,7 @@ var ErrClosed = errors.New("txinbox: processor closed")
 // that answers in time is always awaited, so a cancelled context alone
 // never leaves the outcome unknown; a connection lost during the commit
 // (the server or the network failing) still can.
-var ErrCommitUnknown = errors.New("txinbox: commit abandoned 10s after the context ended: it may or may not have committed")
+var ErrCommitUnknown = errors.New("txinbox: commit abandoned CommitWait after the context ended: it may or may not have committed")
 
 // PermanentError marks a handler error that no retry can fix: the message
 // is dead-lettered at once instead of after Config.MaxAttempts.

@@ -73,13 +73,14 @@ func (c *Consumer) processOffsets(ctx context.Context, cl *kgo.Client, cp txinbo
 	return res, err
 }
 
-// keepWatermark sets the partition's watermark to the checkpoint saved in
-// the database, as ProcessOffsets returned it.
+// keepWatermark raises the partition's watermark to the checkpoint saved
+// in the database, as ProcessOffsets returned it (never lowers it: a
+// re-assignment during the batch may have raised it already).
 func (c *Consumer) keepWatermark(tp topicPartition, saved int64) {
 	st := c.state(tp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st.watermark = saved
+	st.watermark = max(st.watermark, saved)
 }
 
 // watermark is the partition's watermark as this consumer knows it, -1

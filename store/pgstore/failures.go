@@ -132,8 +132,14 @@ func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int
 	var pos int64
 	_, err := pgx.ForEachRow(rows, []any{&text, &pos}, func() error {
 		part, err := store.ParsePartition(text)
+		if err != nil {
+			return err
+		}
 		out[part] = pos
-		return err
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
