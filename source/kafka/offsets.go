@@ -99,7 +99,7 @@ func (c *Consumer) watermarks(ctx context.Context, topic string) (map[int32]int6
 				"(a new cluster, or the topic created again?): delete the topic's watermarks (fix) or use a new scope, "+
 				"and start again; with OffsetWatermark the partition cannot move on until then",
 				"scope", c.proc.Settings().Scope, "topic", topic, "partition", part, "watermark", wm, "end", end.Offset,
-				"fix", deleteWatermarkSQL(c.proc.Settings().Scope, topic))
+				"fix", deleteWatermarkSQL(c.proc.Settings().Scope, topic, nil))
 			continue
 		}
 		out[part] = wm

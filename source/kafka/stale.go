@@ -63,13 +63,19 @@ func (c *Consumer) resumeUnconfirmed(ctx context.Context, topic string, wms map[
 			"delete the partition's watermark (fix) or use a new scope, and start again. If the group's committed offsets "+
 			"expired (offsets.retention.minutes), nothing is to be done",
 			"scope", c.proc.Settings().Scope, "topic", topic, "partition", p, "committed", "none", "watermark", wm,
-			"start", start, "end", end, "fix", deleteWatermarkSQL(c.proc.Settings().Scope, topic))
+			"start", start, "end", end, "fix", deleteWatermarkSQL(c.proc.Settings().Scope, topic, &p))
 	}
 }
 
-// deleteWatermarkSQL is the statement that deletes the watermarks of a
-// topic, for a log line: with the default table prefix.
-func deleteWatermarkSQL(scope, topic string) string {
+// deleteWatermarkSQL is the statement that deletes the watermark of a
+// topic's partition, or of every partition when partition is nil (a
+// topic re-created whole), for a log line: with the default table prefix
+// and schema.
+func deleteWatermarkSQL(scope, topic string, partition *int32) string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	return fmt.Sprintf("DELETE FROM txinbox_checkpoints WHERE scope = %s AND source = %s", q(scope), q(topic))
+	sql := fmt.Sprintf("DELETE FROM txinbox_checkpoints WHERE scope = %s AND source = %s", q(scope), q(topic))
+	if partition != nil {
+		sql += fmt.Sprintf(" AND partition = '%d'", *partition)
+	}
+	return sql
 }
