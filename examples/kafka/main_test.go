@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txinbox/txinbox/internal/kafkatest"
 )
 
 // TestRun runs the example against an in-process Kafka cluster (kfake): a
@@ -41,17 +42,7 @@ func TestRun(t *testing.T) {
 		done <- run(ctx, []string{"-brokers", strings.Join(cluster.ListenAddrs(), ","), "-db", filepath.Join(t.TempDir(), "inbox.db")}, &out)
 	}()
 	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offsets, err := adm.FetchOffsets(ctx, "invoicer")
-		if o, ok := offsets.Lookup("invoices", 0); err == nil && ok && o.At == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the group's offset did not reach 2 within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	kafkatest.AwaitOffset(t, adm, "invoicer", "invoices", 0, 2, done)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

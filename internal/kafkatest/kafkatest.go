@@ -16,8 +16,10 @@ import (
 func AwaitOffset(t testing.TB, adm *kadm.Client, group, topic string, partition int32, want int64, done <-chan error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	for {
-		offsets, err := adm.FetchOffsets(context.Background(), group)
+		offsets, err := adm.FetchOffsets(ctx, group)
 		if o, ok := offsets.Lookup(topic, partition); err == nil && ok && o.At == want {
 			return
 		}

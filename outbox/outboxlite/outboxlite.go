@@ -327,7 +327,7 @@ func (l *Store) ReplayAudited(ctx context.Context, id int64, a store.AuditEntry)
 	if err != nil {
 		return false, err
 	}
-	at := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z") // sqlitestore's time format
+	at := formatTime(time.Now())
 	if _, err := tx.ExecContext(ctx, l.q.audit, at, a.Actor, outbox.AuditAction, scope, messageID, a.Reason, table.AuditDetail(id, part)); err != nil {
 		return false, err
 	}

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -59,14 +58,10 @@ func (k *kafkaKind) validate(_ time.Duration, def server.Retention) error {
 		return fmt.Errorf("--kafka-backoff-max %s is shorter than --kafka-backoff-initial %s", k.BackoffMax, k.BackoffInitial)
 	}
 	if k.SessionTimeout <= 0 {
-		return errSessionOrAckWait
+		return fmt.Errorf("--kafka-session-timeout %s: must be positive", k.SessionTimeout)
 	}
 	return nil
 }
-
-// errSessionOrAckWait is the refusal of a --kafka-session-timeout or
-// --nats-ack-wait out of range, whichever it is.
-var errSessionOrAckWait = errors.New("--kafka-session-timeout must be positive and --nats-ack-wait at least 1s")
 
 func (k *kafkaKind) build(se sourceEnv) (server.Source, func(), error) {
 	seeds, topics := splitList(k.Brokers), splitList(k.Topics)

@@ -45,7 +45,7 @@ func (k *natsKind) validate(retryWindow time.Duration, def server.Retention) err
 		return err
 	}
 	if k.AckWait < time.Second {
-		return errSessionOrAckWait
+		return fmt.Errorf("--nats-ack-wait %s: must be at least 1s", k.AckWait)
 	}
 	return k.retryWindowFlags.validate("nats", retryWindow)
 }
