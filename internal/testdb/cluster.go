@@ -33,6 +33,8 @@ type Cluster struct {
 	// asPostgres runs the binaries through "su postgres": initdb and the
 	// server refuse to run as root.
 	asPostgres bool
+	// killed is set once Kill ended the server: nothing is left to stop.
+	killed bool
 }
 
 // StartCluster initializes and starts a cluster on a free loopback port,
@@ -41,9 +43,28 @@ type Cluster struct {
 // are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	c := newCluster(t, func(c *Cluster, dir string) error {
+		// t.TempDir's parent is private to root: postgres must pass through.
+		return c.initdb(filepath.Dir(dir), dir)
+	})
+	if err := c.startOnFreePort(50, "-c fsync=off"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newCluster makes a cluster whose data directory is under t.TempDir(),
+// filled by create (initdb, or a base backup), and stops it (immediate
+// mode) at cleanup, showing its log when the test failed. It skips the
+// test when the binaries, su or the postgres user are missing, except
+// under TXINBOX_REQUIRE_DB=1, where it fails.
+func newCluster(t testing.TB, create func(c *Cluster, dir string) error) *Cluster {
+	t.Helper()
 	dir := t.TempDir()
-	// t.TempDir's parent is private to root: postgres must pass through.
-	c, err := initCluster(dir, filepath.Dir(dir), dir)
+	c, err := prepareCluster(dir)
+	if err == nil {
+		err = create(c, dir)
+	}
 	var u *unavailableError
 	if errors.As(err, &u) {
 		msg := "private PostgreSQL cluster unavailable: " + err.Error()
@@ -56,18 +77,18 @@ func StartCluster(t testing.TB) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if c.killed {
+			return
+		}
 		if err := c.Stop("immediate"); err != nil {
 			t.Logf("stopping the private cluster: %v", err)
 		}
 		if t.Failed() {
 			if b, err := os.ReadFile(c.log); err == nil {
-				t.Logf("private cluster log:\n%s", tail(string(b), 40))
+				t.Logf("private cluster log (%s):\n%s", c.data, tail(string(b), 40))
 			}
 		}
 	})
-	if err := c.startOnFreePort(50); err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
@@ -88,8 +109,18 @@ func pgBin() string {
 // (owned by postgres when we are root, who must pass through the
 // directories open, made 0711). It does not start it.
 func initCluster(dir string, open ...string) (*Cluster, error) {
+	c, err := prepareCluster(dir)
+	if err == nil {
+		err = c.initdb(open...)
+	}
+	return c, err
+}
+
+// prepareCluster checks the binaries and names the data directory
+// dir/data, without creating it.
+func prepareCluster(dir string) (*Cluster, error) {
 	bin := pgBin()
-	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
+	for _, name := range []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
 			return nil, &unavailableError{fmt.Sprintf("%v (install postgresql-15 or set TXINBOX_PG_BIN)", err)}
 		}
@@ -97,18 +128,28 @@ func initCluster(dir string, open ...string) (*Cluster, error) {
 	c := &Cluster{bin: bin, data: filepath.Join(dir, "data")}
 	// The log lives in the data directory: postgres can write there.
 	c.log = filepath.Join(c.data, "server.log")
+	return c, nil
+}
+
+// initdb creates the data directory (owned by postgres when we are root,
+// who must pass through the directories open) and runs initdb.
+func (c *Cluster) initdb(open ...string) error {
+	if err := c.makeDataDir(open); err != nil {
+		return err
+	}
+	return c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--no-locale", "-E", "UTF8", "-N")
+}
+
+// makeDataDir creates the empty data directory, 0700, owned by postgres
+// when we are root (the directories open made 0711 for it).
+func (c *Cluster) makeDataDir(open []string) error {
 	if err := os.Mkdir(c.data, 0o700); err != nil {
-		return nil, err
+		return err
 	}
 	if os.Geteuid() == 0 {
-		if err := c.runAsPostgres(open); err != nil {
-			return nil, err
-		}
+		return c.runAsPostgres(open)
 	}
-	if err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--no-locale", "-E", "UTF8", "-N"); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return nil
 }
 
 // runAsPostgres prepares running the binaries through su postgres: initdb
@@ -138,13 +179,14 @@ func (c *Cluster) runAsPostgres(open []string) error {
 // startOnFreePort starts the server on a free loopback port. The port is
 // free when picked but may be taken before the server binds it: it tries
 // a few.
-func (c *Cluster) startOnFreePort(maxConns int) error {
+// extra are more server options ("-c name=value ...").
+func (c *Cluster) startOnFreePort(maxConns int, extra string) error {
 	var err error
 	for range 3 {
 		if c.port, err = freePort(); err != nil {
 			return err
 		}
-		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=%d", c.port, maxConns)
+		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=%d %s", c.port, maxConns, extra)
 		if err = c.Start(); err == nil {
 			return nil
 		}
