@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,10 +150,18 @@ func sqlitePath(url string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
 }
 
-// Redact is the URL of cfg without its password.
+// Redact is the URL of cfg without its password, every host of a
+// multi-host URL named (the one in use may be any of them after a
+// failover).
 func Redact(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
-	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+	hosts := []string{net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))}
+	for _, f := range c.Fallbacks {
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return fmt.Sprintf("postgres://%s@%s/%s", c.User, strings.Join(hosts, ","), c.Database)
 }
 
 // Exec runs one statement outside any inbox transaction. Statements use

@@ -59,16 +59,16 @@ type failoverRun struct {
 	queue string
 	// amqpURL is the RabbitMQ the queue is on.
 	amqpURL string
-	adm   *kadm.Client
-	serve *serveProc
-	kafka *confirmedIDs
-	amqp  *confirmedIDs
+	adm     *kadm.Client
+	serve   *serveProc
+	kafka   *confirmedIDs
+	amqp    *confirmedIDs
 }
 
 func runFailover(t *testing.T, amqpURL string, synchronous bool) {
 	r := &failoverRun{t: t, pair: testdb.StartReplicaPair(t, synchronous), kafka: &confirmedIDs{}, amqp: &confirmedIDs{}}
 	mode := map[bool]string{true: "sync", false: "async"}[synchronous]
-	if err := r.exec(r.pair.Primary.URL(), `CREATE TABLE effects (scope text, id text,
+	if err := r.exec(r.pair.Primary.URL(), `CREATE TABLE effects (scope text, id text, deliveries int,
 		port int DEFAULT inet_server_port(), at timestamptz DEFAULT clock_timestamp())`); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,8 @@ func runFailover(t *testing.T, amqpURL string, synchronous bool) {
 	args := []string{"--db", r.pair.URL(), "--no-purge", "--http-listen", "127.0.0.1:0",
 		"--kafka-brokers", seeds, "--kafka-topics", "orders", "--kafka-group", "failover", "--kafka-key", "header:message-id",
 		"--amqp-url", amqpURL, "--amqp-queue", r.queue,
-		"--effect", "sql", "--effect-sql", "INSERT INTO effects (scope, id) VALUES ($1, $3)"}
+		"--effect", "sql", "--effect-sql", `INSERT INTO effects (scope, id, deliveries) VALUES ($1, $3,
+			(SELECT (h->>'value')::int FROM jsonb_array_elements($8::jsonb) h WHERE h->>'key' = 'txinbox-delivery-count'))`}
 	if !synchronous {
 		args = append(args, durabilityRiskFlag(t)...)
 	}
@@ -119,6 +120,9 @@ func runFailover(t *testing.T, amqpURL string, synchronous bool) {
 		promoting.Sub(killed).Round(time.Millisecond), promoted.Sub(promoting).Round(time.Millisecond),
 		first.Sub(killed).Round(time.Millisecond), first.Sub(promoted).Round(time.Millisecond))
 	r.count(mode, synchronous)
+	if t.Failed() {
+		t.Logf("primary killed at %s; serve's log:\n%s", killed.Format("15:04:05.000"), r.serve.stderr)
+	}
 }
 
 // checkOutage watches the first failoverDetection without a primary:
@@ -195,14 +199,14 @@ func (r *failoverRun) count(mode string, synchronous bool) {
 			}
 		}
 	}
-	var deadLetters, attempts int
-	if err := r.queryRow(r.pair.Standby.URL(), `SELECT (SELECT count(*) FROM txinbox_dead_letters), (SELECT count(*) FROM txinbox_attempts)`,
-		nil, &deadLetters, &attempts); err != nil {
+	var deadLetters, attempts, deliveries int
+	if err := r.queryRow(r.pair.Standby.URL(), `SELECT (SELECT count(*) FROM txinbox_dead_letters), (SELECT count(*) FROM txinbox_attempts),
+		(SELECT coalesce(max(deliveries), 0) FROM effects WHERE scope = 'amqp')`, nil, &deadLetters, &attempts, &deliveries); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("failover (%s): %d ids confirmed by the brokers (%d Kafka, %d RabbitMQ, some sent twice); effects on the new primary: "+
-		"%d doubled, %d lost (acked, no effect)%s; %d dead letters, %d attempts counted", mode, published, r.kafka.sent(), r.amqp.sent(),
-		doubled, lost, sample(lostIDs), deadLetters, attempts)
+		"%d doubled, %d lost (acked, no effect)%s; %d dead letters, %d attempts counted; the most deliveries of one RabbitMQ message: %d",
+		mode, published, r.kafka.sent(), r.amqp.sent(), doubled, lost, sample(lostIDs), deadLetters, attempts, deliveries)
 	if synchronous && lost > 0 {
 		t.Errorf("synchronous replication lost %d acked messages: %v", lost, sample(lostIDs))
 	}
