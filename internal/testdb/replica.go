@@ -122,9 +122,9 @@ func (c *Cluster) Promote() error {
 
 // Kill ends the server the way a machine's death does: the postmaster is
 // stopped (so that it neither forks nor restarts anything), then it and
-// every process it started receive SIGKILL. Nothing is flushed or sent to
-// the standby after that; the sessions' clients see their connections
-// reset.
+// every process it started receive SIGKILL, microseconds apart: the
+// backends and the WAL sender may run that long, no longer. The sessions'
+// clients see their connections reset.
 func (c *Cluster) Kill() error {
 	b, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
 	if err != nil {
