@@ -1,0 +1,1 @@
+package txinbox.interop; final class Receiver { static void run(java.util.Map<String,String> o) {} }
