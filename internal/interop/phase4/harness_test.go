@@ -194,7 +194,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 			}
 		}
 		io.Copy(io.Discard, out) //nolint:errcheck // draining
-		p.cmd.Wait()              //nolint:errcheck // the exit code is checked by stop
+		p.cmd.Wait()             //nolint:errcheck // the exit code is checked by stop
 	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill() //nolint:errcheck // it may have exited
@@ -240,7 +240,7 @@ type proxy struct {
 	tamper map[string][2]string // replace old by new in these requests
 	// tamperAnswer replaces old by new in the answers to these
 	tamperAnswer map[string][2]string
-	bodies map[string][]string  // the answers serve gave, per MessageId
+	bodies       map[string][]string // the answers serve gave, per MessageId
 }
 
 func newProxy(target string) *proxy {
