@@ -318,3 +318,21 @@ func (p *proxy) answers(id string) []string {
 	defer p.mu.Unlock()
 	return append([]string(nil), p.bodies[id]...)
 }
+
+// syncBuffer is a bytes.Buffer for a process's output read while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
