@@ -170,4 +170,49 @@ func TestOutboxSendsToPhase4(t *testing.T) {
 	if _, err := target.Send(ctx, forged); err == nil || outbox.IsPermanent(err) {
 		t.Errorf("a forged receipt: %v, want a retryable error", err)
 	}
+	if r := <-got; r.Received != forgedID {
+		t.Errorf("phase4 delivered %s, want %s (only its receipt was forged)", r.Received, forgedID)
+	}
+
+	// The receipt is lost on its way back: the relay resends the same
+	// message (same MessageId, Timestamp, payload). phase4 already has it
+	// and answers with its signed duplicate notice (EBMS:0004, "already
+	// handled"), not the receipt: txinbox takes that, verified, as
+	// delivered (before, the row was failed for good although phase4 had
+	// delivered it). phase4 delivered it once.
+	lost := row("InvoiceIssued/3")
+	lostID := as4client.DeriveMessageID(lost.StableID(), "txinbox.test")
+	px.drop[lostID] = true
+	if _, err := target.Send(ctx, lost); err == nil || outbox.IsPermanent(err) {
+		t.Errorf("a lost receipt: %v, want a retryable error", err)
+	}
+	lost.Attempt = 2
+	notice, err := target.Send(ctx, lost)
+	if err != nil || !strings.Contains(string(notice), "already handled (this is a duplicate)") {
+		t.Errorf("resend after a lost receipt: %v, want delivered on phase4's duplicate notice:\n%s", err, notice)
+	}
+	var deliveries []string
+	for len(deliveries) < 2 {
+		select {
+		case r := <-got:
+			deliveries = append(deliveries, r.Received)
+			continue
+		case <-time.After(3 * time.Second):
+		}
+		break
+	}
+	if len(deliveries) != 1 || deliveries[0] != lostID {
+		t.Errorf("phase4 delivered %v, want %s once", deliveries, lostID)
+	}
+
+	// The duplicate notice changed on its way back proves nothing either.
+	faked := row("InvoiceIssued/4")
+	fakedID := as4client.DeriveMessageID(faked.StableID(), "txinbox.test")
+	px.drop[fakedID] = true
+	px.tamperAnswer[fakedID] = [2]string{"undefined error occurred.", "undefined error occurred!"}
+	target.Send(ctx, faked) //nolint:errcheck // the first answer is lost
+	faked.Attempt = 2
+	if _, err := target.Send(ctx, faked); err == nil || outbox.IsPermanent(err) || !strings.Contains(err.Error(), "does not prove delivery") {
+		t.Errorf("a forged duplicate notice: %v, want a retryable error", err)
+	}
 }
