@@ -22,29 +22,39 @@ import (
 	"github.com/txinbox/txinbox/as4/wssec/wssectest"
 )
 
-// txinboxBin is the txinbox binary TestMain built (with -race).
-var txinboxBin string
+// binDir holds the txinbox binary, built (with -race) by the first test
+// that starts serve: a run whose tests skip builds nothing.
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "txinbox-phase4-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// txinboxBin returns the built txinbox binary.
+func txinboxBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "txinbox-phase4-"); buildErr != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-race", "-o", filepath.Join(binDir, "txinbox"), "./cmd/txinbox")
+		build.Dir = filepath.Join(here(), "..", "..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building txinbox: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	defer os.RemoveAll(dir)
-	txinboxBin = filepath.Join(dir, "txinbox")
-	build := exec.Command("go", "build", "-race", "-o", txinboxBin, "./cmd/txinbox")
-	build.Dir = filepath.Join(here(), "..", "..", "..")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building txinbox:", err)
-		return 1
-	}
-	return m.Run()
+	return filepath.Join(binDir, "txinbox")
 }
 
 // here is this package's directory: the Maven project's.
@@ -162,7 +172,7 @@ func (p *serveProc) Log() string {
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{done: make(chan struct{})}
-	p.cmd = exec.Command(txinboxBin, append([]string{"serve", "--log-format", "json", "--as4-listen", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(txinboxBin(t), append([]string{"serve", "--log-format", "json", "--as4-listen", "127.0.0.1:0"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TXINBOX_") {
 			p.cmd.Env = append(p.cmd.Env, kv)

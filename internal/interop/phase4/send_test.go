@@ -85,6 +85,12 @@ func TestPhase4SendsToServe(t *testing.T) {
 	// 1. One message, answered at once.
 	accepted(run("plain-1@phase4"), "plain-1@phase4")
 
+	// ... and in SOAP 1.1, answered in SOAP 1.1.
+	accepted(run("soap11-1@phase4", "soap=1.1"), "soap11-1@phase4")
+	if a := px.answers("soap11-1@phase4"); len(a) != 1 || !strings.Contains(a[0], "http://schemas.xmlsoap.org/soap/envelope/") {
+		t.Errorf("the SOAP 1.1 message was not answered in SOAP 1.1: %q", a)
+	}
+
 	// 2. The network loses serve's first answer: phase4 resends on its
 	// own, and the receipt it gets is the one serve made the first time.
 	px.drop["retry-1@phase4"] = true
@@ -146,7 +152,7 @@ func TestPhase4SendsToServe(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"plain-1@phase4", "retry-1@phase4", "resend-1@phase4", "forged-1@phase4"} {
+	for _, id := range []string{"plain-1@phase4", "retry-1@phase4", "resend-1@phase4", "forged-1@phase4", "soap11-1@phase4"} {
 		want, err := os.ReadFile(payload(strings.Split(id, "@")[0]))
 		if err != nil {
 			t.Fatal(err)
@@ -155,8 +161,8 @@ func TestPhase4SendsToServe(t *testing.T) {
 			t.Errorf("%s: %d effects (want 1, with the payload phase4 sent)", id, len(effects[id]))
 		}
 	}
-	if len(effects[tamperedID]) != 0 || len(effects) != 4 {
-		t.Errorf("effects for %d MessageIds, want 4 (not the tampered one): %v", len(effects), keysOf(effects))
+	if len(effects[tamperedID]) != 0 || len(effects) != 5 {
+		t.Errorf("effects for %d MessageIds, want 5 (not the tampered one): %v", len(effects), keysOf(effects))
 	}
 }
 

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import com.helger.base.state.EContinue;
 import com.helger.phase4.CAS4;
+import com.helger.phase4.model.ESoapVersion;
 import com.helger.phase4.attachment.AS4OutgoingAttachment;
 import com.helger.phase4.crypto.AS4CryptoFactoryInMemoryKeyStore;
 import com.helger.phase4.ebms3header.Ebms3Error;
@@ -119,6 +120,9 @@ public final class Phase4Partner {
             nrr.add("not applicable");
           }
         });
+    if ("1.1".equals(opt.get("soap"))) {
+      b.soapVersion(ESoapVersion.SOAP_11);
+    }
     if (opt.containsKey("timestamp")) {
       b.sendingDateTime(OffsetDateTime.parse(opt.get("timestamp")));
     }
