@@ -238,19 +238,20 @@ func (p *serveProc) stop(t *testing.T) {
 
 var messageIDRe = regexp.MustCompile(`MessageId>([^<]+)</`)
 
-// proxy stands between phase4 and serve, as the network would: it passes
-// requests on, and for the MessageIds the test names drops the first
-// answer (the connection closes after serve answered, so phase4 retries a
-// message serve has) or changes bytes of the request on its way.
+// proxy stands between the sender and the receiver, as the network would:
+// it passes requests on, and for the MessageIds the test names drops the
+// first answer (the connection closes after the receiver answered, so the
+// sender resends a message the receiver has) or changes bytes of the
+// request or the answer on their way.
 type proxy struct {
 	target string
 	mu     sync.Mutex
 	seen   map[string]int       // requests per MessageId
 	drop   map[string]bool      // drop the first answer of these
-	tamper map[string][2]string // replace old by new in these requests
-	// tamperAnswer replaces old by new in the answers to these
+	tamper map[string][2]string // replace from by to in these requests
+	// tamperAnswer replaces from by to in the answers to these
 	tamperAnswer map[string][2]string
-	bodies       map[string][]string // the answers serve gave, per MessageId
+	bodies       map[string][]string // the receiver's answers, per MessageId
 }
 
 func newProxy(target string) *proxy {
@@ -313,6 +314,29 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Del("Content-Length")
 	w.WriteHeader(resp.StatusCode)
 	w.Write(answer) //nolint:errcheck // the client's problem
+}
+
+// dropFirst makes the proxy lose serve's first answer to the MessageId.
+func (p *proxy) dropFirst(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drop[id] = true
+}
+
+// changeRequests makes the proxy replace from by to in the MessageId's
+// requests.
+func (p *proxy) changeRequests(id, from, to string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tamper[id] = [2]string{from, to}
+}
+
+// changeAnswers makes the proxy replace from by to in the answers to the
+// MessageId.
+func (p *proxy) changeAnswers(id, from, to string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tamperAnswer[id] = [2]string{from, to}
 }
 
 // requests is how many requests with the MessageId passed.

@@ -166,7 +166,7 @@ func TestOutboxSendsToPhase4(t *testing.T) {
 	// must keep the row and try again.
 	forged := row("InvoiceIssued/2")
 	forgedID := as4client.DeriveMessageID(forged.StableID(), "txinbox.test")
-	px.tamperAnswer[forgedID] = [2]string{">" + forgedID + "</", ">X" + forgedID[1:] + "</"}
+	px.changeAnswers(forgedID, ">"+forgedID+"</", ">X"+forgedID[1:]+"</")
 	if _, err := target.Send(ctx, forged); err == nil || outbox.IsPermanent(err) {
 		t.Errorf("a forged receipt: %v, want a retryable error", err)
 	}
@@ -182,7 +182,7 @@ func TestOutboxSendsToPhase4(t *testing.T) {
 	// delivered it). phase4 delivered it once.
 	lost := row("InvoiceIssued/3")
 	lostID := as4client.DeriveMessageID(lost.StableID(), "txinbox.test")
-	px.drop[lostID] = true
+	px.dropFirst(lostID)
 	if _, err := target.Send(ctx, lost); err == nil || outbox.IsPermanent(err) {
 		t.Errorf("a lost receipt: %v, want a retryable error", err)
 	}
@@ -208,8 +208,8 @@ func TestOutboxSendsToPhase4(t *testing.T) {
 	// The duplicate notice changed on its way back proves nothing either.
 	faked := row("InvoiceIssued/4")
 	fakedID := as4client.DeriveMessageID(faked.StableID(), "txinbox.test")
-	px.drop[fakedID] = true
-	px.tamperAnswer[fakedID] = [2]string{"undefined error occurred.", "undefined error occurred!"}
+	px.dropFirst(fakedID)
+	px.changeAnswers(fakedID, "undefined error occurred.", "undefined error occurred!")
 	target.Send(ctx, faked) //nolint:errcheck // the first answer is lost
 	faked.Attempt = 2
 	if _, err := target.Send(ctx, faked); err == nil || outbox.IsPermanent(err) || !strings.Contains(err.Error(), "does not prove delivery") {

@@ -93,7 +93,7 @@ func TestPhase4SendsToServe(t *testing.T) {
 
 	// 2. The network loses serve's first answer: phase4 resends on its
 	// own, and the receipt it gets is the one serve made the first time.
-	px.drop["retry-1@phase4"] = true
+	px.dropFirst("retry-1@phase4")
 	v := run("retry-1@phase4", "retries=2")
 	accepted(v, "retry-1@phase4")
 	if v.Retries != 1 || px.requests("retry-1@phase4") != 2 {
@@ -120,7 +120,7 @@ func TestPhase4SendsToServe(t *testing.T) {
 	// 4. Changed on the way (a signed header value): refused, and phase4
 	// sees the ebMS error.
 	const tamperedID = "tamper-1@phase4"
-	px.tamper[tamperedID] = [2]string{"conv-tamper-1@phase4", "conv-tamper-X@phase4"}
+	px.changeRequests(tamperedID, "conv-tamper-1@phase4", "conv-tamper-X@phase4")
 	bad := run(tamperedID)
 	if bad.Result != "AS4_ERROR_MESSAGE_RECEIVED" || fmt.Sprint(bad.Errors) != "[EBMS:0101]" {
 		t.Errorf("a tampered message: phase4 saw %+v, want AS4_ERROR_MESSAGE_RECEIVED with EBMS:0101", bad)
@@ -129,7 +129,7 @@ func TestPhase4SendsToServe(t *testing.T) {
 	// 5. The receipt changed on its way back (a signed value in its
 	// eb:Messaging): phase4's own check of txinbox's signature refuses it,
 	// so a receipt it accepts above is one it verified.
-	px.tamperAnswer["forged-1@phase4"] = [2]string{"forged-1@phase4</", "forged-X@phase4</"}
+	px.changeAnswers("forged-1@phase4", "forged-1@phase4</", "forged-X@phase4</")
 	if forged := run("forged-1@phase4"); forged.Result == "SUCCESS" || forged.Receipt {
 		t.Errorf("phase4 accepted a receipt changed after txinbox signed it: %+v", forged)
 	}
