@@ -105,6 +105,14 @@ type SendResult struct {
 	// Warnings are the eb:Error elements of severity warning that came
 	// with the receipt.
 	Warnings []ReportedError
+	// Duplicate is set when the partner sent no receipt but said that it
+	// already has this MessageId (phase4's answer to a resend: see
+	// docs/as4.md). The MessageId is derived from the sender's own stable
+	// id, so the partner holds an earlier transmission of this message:
+	// it is delivered. Receipt is then that answer (signed by the partner
+	// and verified when Security.ReceiptVerifier is set) and
+	// ReceiptMessageID its signal's MessageId.
+	Duplicate bool
 }
 
 // Config configures a Client.

@@ -75,7 +75,7 @@ func interpret(id string, status int, h http.Header, body []byte) (*SendResult, 
 		se.Reason, se.Err = describeStatus(status)+" whose body is not a SOAP envelope", err
 		return nil, se
 	}
-	var receipt *signalXMLOut
+	var receipt, duplicate *signalXMLOut
 	var otherRef string
 	for i := range ans.signals {
 		s := &ans.signals[i]
@@ -90,6 +90,9 @@ func interpret(id string, status int, h http.Header, body []byte) (*SendResult, 
 				continue
 			}
 			se.Errors = append(se.Errors, r)
+			if duplicate == nil && r.duplicateNotice() {
+				duplicate = s
+			}
 		}
 		if len(s.Receipt) > 0 {
 			if ref == id && receipt == nil {
@@ -99,13 +102,19 @@ func interpret(id string, status int, h http.Header, body []byte) (*SendResult, 
 			}
 		}
 	}
-	return decide(se, ans, receipt, otherRef)
+	return decide(se, ans, receipt, duplicate, otherRef)
 }
 
-func decide(se *SendError, ans *answer, receipt *signalXMLOut, otherRef string) (*SendResult, error) {
+func decide(se *SendError, ans *answer, receipt, duplicate *signalXMLOut, otherRef string) (*SendResult, error) {
 	var warnings []ReportedError
 	for _, r := range se.Errors {
 		if !r.IsWarning() {
+			if duplicate != nil && r.duplicateNotice() && se.StatusCode < 500 && se.StatusCode != http.StatusTooManyRequests {
+				return &SendResult{
+					MessageID: se.MessageID, ReceiptMessageID: wire.Trim(duplicate.MessageInfo.MessageID), Receipt: ans.envelope,
+					ContentType: ans.contentType, StatusCode: se.StatusCode, Duplicate: true, Warnings: warnings,
+				}, nil
+			}
 			se.ReportedError = r
 			// 503 and 429 ask for a retry whatever the ebMS error says:
 			// txinbox's endpoint answers 503 EBMS:0004 when its database
@@ -137,6 +146,22 @@ func decide(se *SendError, ans *answer, receipt *signalXMLOut, otherRef string) 
 		se.Reason = describeStatus(se.StatusCode) + " without a receipt or an ebMS error"
 	}
 	return nil, se
+}
+
+// duplicateNotice reports whether a failure is the partner's "I have this
+// MessageId already": phase4 answers a message it received before so (its
+// duplicate check runs before anything else), where Domibus and txinbox
+// replay the receipt. From phase4 4.5.0 on it is EBMS:4001
+// DuplicateDetected; before, EBMS:0004 Other with this detail, which is
+// all that tells it from another failure.
+func (r ReportedError) duplicateNotice() bool {
+	switch r.Code {
+	case "EBMS:4001":
+		return r.ShortDescription == "DuplicateDetected"
+	case as4.Other:
+		return strings.HasSuffix(r.Detail, "was already handled (this is a duplicate)")
+	}
+	return false
 }
 
 func describeStatus(status int) string {

@@ -1,6 +1,8 @@
 package as4client
 
 import (
+	"errors"
+
 	"github.com/txinbox/txinbox/as4/wssec"
 )
 
@@ -69,6 +71,19 @@ func (c *Client) encode(m *Outgoing) ([]byte, string, []wssec.Reference, error) 
 func (c *Client) checkReceipt(res *SendResult, signed []wssec.Reference) (*SendResult, error) {
 	v := c.cfg.Security.ReceiptVerifier
 	if v == nil || signed == nil {
+		return res, nil
+	}
+	if res.Duplicate {
+		// A duplicate notice carries no non-repudiation information (that
+		// went with the receipt of the first transmission): it must be
+		// signed by the partner, and then speaks for it.
+		if r, err := v.Verify(res.Receipt, nil); err != nil || !r.Signed {
+			if err == nil {
+				err = errors.New("the answer is not signed")
+			}
+			return nil, &SendError{MessageID: res.MessageID, StatusCode: res.StatusCode,
+				Reason: "the partner's duplicate notice does not prove delivery", Err: err}
+		}
 		return res, nil
 	}
 	if _, err := v.VerifyReceipt(res.Receipt, signed); err != nil {

@@ -21,8 +21,11 @@
 //		},
 //	})
 //
-// WS-Security (signing, encryption) is not implemented: put TLS (with
-// client certificates in Config.HTTPClient) in front.
+// Partner.Security signs and encrypts the messages to a partner and
+// verifies its signed receipts (as4client.Security). A partner that
+// answers a resend with a notice that it already has the MessageId
+// (phase4 does) has the message: the row is delivered, with that notice
+// as its receipt (as4client.SendResult.Duplicate).
 package as4target
 
 import (
