@@ -39,7 +39,7 @@ type childSpec struct {
 	Group            string        `json:"group"`
 	Schema           string        `json:"schema"`
 	SessionTimeout   time.Duration `json:"session_timeout"`
-	ServerSide       bool          `json:"server_side"` // KIP-848's consumer protocol
+	ServerSide       bool          `json:"server_side"`        // KIP-848's consumer protocol
 	CrashAfterCommit int           `json:"crash_after_commit"` // 0: none
 	OffsetKey        bool          `json:"offset_key"`         // key on the offset, not the header
 	Watermark        bool          `json:"watermark"`          // offsets as the inbox (OffsetWatermark)

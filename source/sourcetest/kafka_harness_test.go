@@ -208,9 +208,9 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 	c, err := kafka.New(proc, kafka.Config{
 		Seeds: b.Seeds, Topics: []string{b.Topic}, Group: b.Group,
 		Key: key, DeadLetterTopic: b.deadLetterTopic(),
-		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
+		ErrorBackoff:  func(int) time.Duration { return 50 * time.Millisecond },
 		ClientOptions: opts,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return err
