@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/source"
+	"github.com/txinbox/txinbox/source/kafka"
 )
 
 // clusters runs test on kfake and, when one is given (or required), on
@@ -68,4 +70,55 @@ func TestRedeliveryHorizonsOfTopicConfigs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOperatorResetsOffsetsToEarliest: the group consumed a topic, then an
+// operator resets its offsets to the earliest with Kafka's own tool
+// (kafka-consumer-groups --reset-offsets --to-earliest --execute): nothing
+// takes effect twice and the records produced after the reset take effect
+// once. Kafka redelivers every record from offset 0; the inbox keeps the
+// partitions' watermarks, so the consumer resumes after them (Resumed) and
+// reads none of the old records again (without that resume, the inbox
+// skips them: 300 duplicates with header keys, the fast path with offset
+// keys). Header keys, offsets as keys and offsets as the inbox alike.
+func TestOperatorResetsOffsetsToEarliest(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		key  kafka.Key
+	}{{"header-key", kafka.HeaderKey("message-id")}, {"offset-key", kafka.OffsetKey}, {"offsets-as-the-inbox", kafka.OffsetWatermark}} {
+		t.Run(mode.name, func(t *testing.T) {
+			c := newRealCluster(t, false)
+			f := newFixture(t, c, 2)
+			first := ids("before", 300)
+			f.produce(first, 2)
+			cfg := f.consumerConfig()
+			cfg.Key = mode.key
+			r := f.start(cfg)
+			f.waitCommitted(30 * time.Second)
+			r.stop()
+			out := kafkatest.Tool(t, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", c.seeds[0],
+				"--reset-offsets", "--to-earliest", "--execute", "--group", f.group, "--topic", f.topic)
+			if lag, err := f.lag(); err != nil || lag[0]+lag[1] != int64(len(first)) {
+				t.Fatalf("after the reset (%s): lag %v, %v; want all %d records", out, lag, err, len(first))
+			}
+			second := ids("after", 100)
+			f.produce(second, 2)
+			r = f.start(cfg)
+			f.waitCommitted(30 * time.Second)
+			r.stop()
+			all := append(append([]string{}, first...), second...)
+			if mode.name == "header-key" {
+				f.checkExactlyOnce(all)
+			} else {
+				f.checkExactlyOnce(f.offsetKeys(all, 2))
+			}
+			st := r.c.Stats()
+			t.Logf("after the reset: %+v", st)
+			if st.Processed != int64(len(second)) || st.Resumed != 2 || st.Duplicates != 0 {
+				t.Errorf("after the reset: %+v, want the %d new records processed, both partitions resumed after their watermarks, no old record read again",
+					st, len(second))
+			}
+			f.auditWithKafkaTools(len(all))
+		})
+	}
 }
