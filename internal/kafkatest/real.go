@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // EnvBrokers names a real Apache Kafka cluster (comma-separated host:port
@@ -119,4 +123,39 @@ func (c *Cutter) Cut() {
 	for _, conn := range conns {
 		conn.Close() //nolint:errcheck // cutting is the point
 	}
+}
+
+// SetGroupConfigs sets dynamic configurations of a consumer group (KIP-848:
+// consumer.session.timeout.ms, consumer.heartbeat.interval.ms) on the
+// cluster of seeds, as kafka-configs --entity-type groups --alter does,
+// without a JVM's start-up.
+func SetGroupConfigs(ctx context.Context, seeds []string, group string, configs map[string]string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for k, v := range configs {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = k, kmsg.StringPtr(v), kmsg.IncrementalAlterConfigOpSet
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = *r.ErrorMessage
+			}
+			return fmt.Errorf("setting the configs of group %s: %w %s", group, err, msg)
+		}
+	}
+	return nil
 }

@@ -70,6 +70,12 @@ var kafkaWatermarkHarness = kafkaHarnessOn("Kafka (kfake), offsets as the inbox"
 // cluster whose seeds it returns, in a consumer group of the classic
 // protocol.
 func kafkaHarnessOn(name string, seeds func(testing.TB) []string, watermark bool) sourcetest.Harness {
+	return kafkaHarnessOf(name, seeds, watermark, false)
+}
+
+// kafkaHarnessOf is kafkaHarnessOn with groups of KIP-848's consumer
+// protocol when serverSide.
+func kafkaHarnessOf(name string, seeds func(testing.TB) []string, watermark, serverSide bool) sourcetest.Harness {
 	f := sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
 		DeadLetterDestination: true, ResumesAfterCommit: true, BinaryHeaders: true}
 	if !watermark {
@@ -82,7 +88,8 @@ func kafkaHarnessOn(name string, seeds func(testing.TB) []string, watermark bool
 			if seeds != nil {
 				s = seeds(t)
 			}
-			return newKafkaBrokerOf(t, s, watermark)
+			b, desc := newKafkaBrokerOf(t, s, watermark, serverSide)
+			return b, desc
 		},
 		Open: openKafkaBroker,
 	}
@@ -104,6 +111,14 @@ func TestApacheKafkaConformance(t *testing.T) {
 	sourcetest.Run(t, kafkaHarnessOn("Apache Kafka", kafkatest.RequireBrokers, false))
 }
 
+// TestApacheKafkaConsumerProtocolConformance is the suite on the real
+// Apache Kafka with KIP-848's consumer protocol (the broker assigns the
+// partitions; Kafka 4's default path), the group's session timeout set to
+// 2 s (a dynamic group config).
+func TestApacheKafkaConsumerProtocolConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaHarnessOf("Apache Kafka, consumer protocol", kafkatest.RequireBrokers, false, true))
+}
+
 // TestApacheKafkaWatermarkConformance is the suite with offsets as the
 // inbox on the real Apache Kafka.
 func TestApacheKafkaWatermarkConformance(t *testing.T) {
@@ -119,8 +134,10 @@ type kafkaBroker struct {
 	Watermark bool `json:"watermark"`
 	// Real is a real Kafka cluster: Interrupt cuts the consumers'
 	// connections (cutter) instead of injecting faults into kfake.
-	Real   bool `json:"real"`
-	cutter kafkatest.Cutter
+	Real bool `json:"real"`
+	// ServerSide runs the group on KIP-848's consumer protocol.
+	ServerSide bool `json:"server_side"`
+	cutter     kafkatest.Cutter
 	// inbox is the driver and scope of the last in-process consumer, for
 	// the partition watermark (see Pending).
 	mu    sync.Mutex
@@ -138,11 +155,20 @@ func randomName(prefix string) string {
 
 // newKafkaBrokerOf creates the topics on the real cluster of seeds, or on
 // kfake when seeds is nil.
-func newKafkaBrokerOf(t *testing.T, seeds []string, watermark bool) (sourcetest.Broker, string) {
+func newKafkaBrokerOf(t *testing.T, seeds []string, watermark, serverSide bool) (sourcetest.Broker, string) {
 	t.Helper()
-	b := &kafkaBroker{Seeds: seeds, Real: seeds != nil, Topic: randomName("topic-"), Group: randomName("group-"), Watermark: watermark}
+	b := &kafkaBroker{Seeds: seeds, Real: seeds != nil, Topic: randomName("topic-"), Group: randomName("group-"),
+		Watermark: watermark, ServerSide: serverSide}
 	if !b.Real {
 		b.Seeds = cluster.ListenAddrs()
+	}
+	if serverSide {
+		// KIP-848: the session timeout is the group's (Kafka's default
+		// 45 s), a dynamic group config.
+		if err := kafkatest.SetGroupConfigs(context.Background(), b.Seeds, b.Group, map[string]string{
+			"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "500"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cl, adm := b.admin(t)
 	defer cl.Close()
@@ -204,6 +230,9 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 		kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)}
 	if b.Real {
 		opts = append(opts, kgo.Dialer(b.cutter.Dial))
+	}
+	if b.ServerSide {
+		opts = append(opts, kgo.ServerSideBalancer())
 	}
 	c, err := kafka.New(proc, kafka.Config{
 		Seeds: b.Seeds, Topics: []string{b.Topic}, Group: b.Group,
