@@ -91,8 +91,9 @@ func testRebalanceUnderLoad(t *testing.T, c *cluster) {
 }
 
 // auditWithKafkaTools checks, with Kafka's own command-line tools, that
-// the topic holds records records and that the group's committed offset of
-// every partition is the partition's end (lag 0).
+// the topic holds records records, that the group's committed offset of
+// every partition is the partition's end (lag 0) and that the group is of
+// the protocol the cluster's consumers use.
 func (f *fixture) auditWithKafkaTools(records int) {
 	f.t.Helper()
 	out := kafkatest.Tool(f.t, "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", f.c.seeds[0], "--topic", f.topic)
@@ -130,6 +131,15 @@ func (f *fixture) auditWithKafkaTools(records int) {
 	}
 	if seen != len(ends) || seen == 0 {
 		f.t.Errorf("kafka-consumer-groups described %d partitions of %s, GetOffsetShell %d:\n%s", seen, f.topic, len(ends), out)
+	}
+	// The group ran on the protocol the test chose, as the broker sees it.
+	want := map[bool]string{false: "Classic", true: "Consumer"}[f.c.serverSide]
+	out = kafkatest.Tool(f.t, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+		"--bootstrap-server", f.c.seeds[0], "--list", "--type")
+	for line := range strings.Lines(out) {
+		if fields := strings.Fields(line); len(fields) == 2 && fields[0] == f.group && fields[1] != want {
+			f.t.Errorf("kafka-consumer-groups --list --type: group %s is %s, want %s", f.group, fields[1], want)
+		}
 	}
 }
 
