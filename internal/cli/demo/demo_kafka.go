@@ -81,11 +81,10 @@ func startKafkaDemo(ctx context.Context, env *clikit.Env, ext demoExternal, run 
 	}
 	b.adm = kadm.NewClient(b.cl)
 	if b.brokers == nil {
-		if b.session, err = minSessionTimeout(ctx, b.adm); err != nil {
+		if b.session, err = KafkaSessionOn(ctx, b.adm); err != nil {
 			b.close()
 			return nil, err
 		}
-		b.session = max(b.session, KafkaSession)
 	}
 	if _, err := b.adm.CreateTopic(ctx, KafkaPartitions, -1, nil, b.topic); err != nil {
 		b.close()
@@ -114,6 +113,15 @@ func (b *kafkaBroker) stopBrokers() {
 
 func (b *kafkaBroker) childArgs() []string {
 	return []string{"demo-consumer-kafka", "--seeds", b.seeds[0], "--topic", b.topic, "--session-timeout", b.session.String()}
+}
+
+// KafkaSessionOn is the session timeout of the demos' consumers on the
+// cluster of adm (a --kafka-brokers cluster): KafkaSession, or the brokers'
+// group.min.session.timeout.ms if that is longer (a broker refuses a
+// group member with a shorter session).
+func KafkaSessionOn(ctx context.Context, adm *kadm.Client) (time.Duration, error) {
+	least, err := minSessionTimeout(ctx, adm)
+	return max(least, KafkaSession), err
 }
 
 // minSessionTimeout reads a broker's group.min.session.timeout.ms: the
