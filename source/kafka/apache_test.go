@@ -19,7 +19,8 @@ import (
 // produced without pause (a quarter of each batch re-sent at new offsets),
 // SIGKILLs a member and starts its replacement as soon as the group made
 // processed everything produced before the kill, five times (two members
-// at once the last time), then stops them: 0 doubled, 0 lost effects,
+// at once the last time), then four times 300ms apart (faster than the
+// session timeout), then stops them: 0 doubled, 0 lost effects,
 // and Kafka's own tools (the consumer-groups and get-offsets tools of the
 // same jars) find every offset committed up to the topic's end. Both group
 // protocols franz-go offers: classic (the client assigns) and KIP-848's
@@ -81,6 +82,27 @@ func testRebalanceUnderLoad(t *testing.T, c *cluster) {
 		})
 		t.Logf("kill %d (%d members): everything produced before it processed %s later", i+1, len(victims), time.Since(t0).Round(10*time.Millisecond))
 	}
+	// Then faster than the session timeout: four SIGKILLs 300ms apart,
+	// each of a member that joined 300ms before (replacements killed
+	// before the group saw them die or even settled): kfake's
+	// coordinator wedges on this; Kafka's must not.
+	before := p.uniqueSoFar()
+	t0 := time.Now()
+	for i := range 4 {
+		members[i%3].kill()
+		members[i%3] = f.startChildSpec(childSpec{})
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitFor(t, 90*time.Second, "every record produced before the storm processed", func() (bool, string) {
+		got := f.effects()
+		for _, id := range before {
+			if got[id] == 0 {
+				return false, "waiting for " + id
+			}
+		}
+		return true, ""
+	})
+	t.Logf("4 SIGKILLs 300ms apart: everything produced before them processed %s after the first", time.Since(t0).Round(10*time.Millisecond))
 	unique, all := p.stop(t)
 	f.waitCommitted(90 * time.Second)
 	for _, m := range members {
