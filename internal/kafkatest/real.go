@@ -20,8 +20,10 @@ import (
 
 // EnvBrokers names a real Apache Kafka cluster (comma-separated host:port
 // seeds, as .ci/start-kafka prints them) that the Kafka tests run against
-// beside kfake.
-const EnvBrokers = "TXINBOX_KAFKA_BROKERS"
+// beside kfake. Not TXINBOX_KAFKA_BROKERS: txinbox serve reads that as its
+// --kafka-brokers, and the serve processes the tests start inherit the
+// environment.
+const EnvBrokers = "TXINBOX_TEST_KAFKA_BROKERS"
 
 // EnvRequire, set to 1 (CI sets it), makes a missing EnvBrokers fail the
 // tests that need a real broker instead of skipping them.
@@ -29,7 +31,7 @@ const EnvRequire = "TXINBOX_REQUIRE_KAFKA"
 
 // EnvDir is the directory .ci/start-kafka assembled Kafka in (its jars/
 // runs Kafka's own command-line tools); defaults to /tmp/txinbox-kafka.
-const EnvDir = "TXINBOX_KAFKA_DIR"
+const EnvDir = "TXINBOX_TEST_KAFKA_DIR"
 
 // Brokers returns the seeds of the real Kafka cluster EnvBrokers names, or
 // nil when it is unset; under TXINBOX_REQUIRE_KAFKA=1 or CI=true an unset

@@ -15,7 +15,7 @@ import (
 )
 
 // TestApacheKafkaRebalanceUnderLoad runs three consumer processes of one
-// group on the real Apache Kafka (TXINBOX_KAFKA_BROKERS) while records are
+// group on the real Apache Kafka (TXINBOX_TEST_KAFKA_BROKERS) while records are
 // produced without pause (a quarter of each batch re-sent at new offsets),
 // SIGKILLs a member and starts its replacement as soon as the group made
 // processed everything produced before the kill, five times (two members

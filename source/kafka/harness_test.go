@@ -27,7 +27,7 @@ import (
 )
 
 // cluster is the Kafka the tests talk to: kfake in the test process, or the
-// real Apache Kafka that TXINBOX_KAFKA_BROKERS names (newRealCluster).
+// real Apache Kafka that TXINBOX_TEST_KAFKA_BROKERS names (newRealCluster).
 type cluster struct {
 	seeds []string
 	fake  *kfake.Cluster // nil on a real cluster

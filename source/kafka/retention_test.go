@@ -11,7 +11,7 @@ import (
 )
 
 // clusters runs test on kfake and, when one is given (or required), on
-// the real Apache Kafka of TXINBOX_KAFKA_BROKERS.
+// the real Apache Kafka of TXINBOX_TEST_KAFKA_BROKERS.
 func clusters(t *testing.T, test func(t *testing.T, c *cluster)) {
 	t.Run("kfake", func(t *testing.T) { test(t, newCluster(t)) })
 	t.Run("apache-kafka", func(t *testing.T) { test(t, newRealCluster(t, false)) })

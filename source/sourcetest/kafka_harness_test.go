@@ -104,7 +104,7 @@ func TestKafkaWatermarkConformance(t *testing.T) {
 }
 
 // TestApacheKafkaConformance runs the suite, hostile parts and crash tests
-// included, against the real Apache Kafka that TXINBOX_KAFKA_BROKERS names
+// included, against the real Apache Kafka that TXINBOX_TEST_KAFKA_BROKERS names
 // (.ci/start-kafka): its group coordinator, not kfake's, sees the SIGKILLed
 // children leave.
 func TestApacheKafkaConformance(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestBenchKafkaBrokers runs e2e-kafka and kafka-watermark on the run's
-// kfake and on the real Apache Kafka of TXINBOX_KAFKA_BROKERS, in one run:
+// kfake and on the real Apache Kafka of TXINBOX_TEST_KAFKA_BROKERS, in one run:
 // the report has both, the real broker's marked, each exactly once (bench
 // checks one effect per id), and the headline is kfake's.
 func TestBenchKafkaBrokers(t *testing.T) {

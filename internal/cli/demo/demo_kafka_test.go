@@ -75,7 +75,7 @@ func TestDemoKafkaCatchesSabotage(t *testing.T) {
 }
 
 // TestDemoKafkaApacheKafka runs the demo on the real Apache Kafka of
-// TXINBOX_KAFKA_BROKERS (.ci/start-kafka) instead of kfake: its consumer
+// TXINBOX_TEST_KAFKA_BROKERS (.ci/start-kafka) instead of kfake: its consumer
 // children join with the shortest session timeout the brokers allow (they
 // were refused with INVALID_SESSION_TIMEOUT, the demo's 600ms being below
 // any real broker's group.min.session.timeout.ms), and every invoice is
