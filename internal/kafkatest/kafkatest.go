@@ -1,5 +1,7 @@
 // Package kafkatest holds helpers for tests that consume from a Kafka
-// cluster (kfake) through a consumer group.
+// cluster through a consumer group: kfake in the test process, or a real
+// Apache Kafka that .ci/start-kafka started and TXINBOX_TEST_KAFKA_BROKERS names
+// (see Brokers), whose own command-line tools Tool runs.
 package kafkatest
 
 import (

@@ -18,9 +18,6 @@ import (
 func TestOffsetCommitsReportAcks(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	if c.fake == nil {
-		t.Skip("fault injection needs kfake; " + envSeeds + " names a real cluster")
-	}
 	f := newFixture(t, c, 3)
 	all := ids("ack", 150)
 	f.produce(all, 3)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -52,8 +53,10 @@ func (c *Consumer) Lag(ctx context.Context) ([]source.Lag, error) {
 	return out, err
 }
 
-// RedeliveryHorizons returns each topic's retention.ms: a group whose
-// offsets are reset reads every record the topic still keeps. With
+// RedeliveryHorizons returns each topic's retention.ms, or for ever for a
+// compacted topic (cleanup.policy=compact keeps the last record of every
+// key whatever retention.ms says): a group whose offsets are reset reads
+// every record the topic still keeps. With
 // OffsetKey it returns none, and logs so: a record read again is at or
 // below its partition's watermark, which the inbox keeps whatever the
 // retention. This is the one place that decides it.
@@ -81,7 +84,10 @@ func (c *Consumer) RedeliveryHorizons(ctx context.Context) ([]source.Horizon, er
 	return hs, err
 }
 
-// topicHorizons reads retention.ms of topic t from rcs.
+// topicHorizons reads retention.ms and cleanup.policy of topic t from
+// rcs. A compacted topic (cleanup.policy=compact without delete) keeps the
+// last record of every key for ever, whatever its retention.ms: a group
+// whose offsets are reset reads those again, however old.
 func topicHorizons(rcs kadm.ResourceConfigs, t string) ([]source.Horizon, error) {
 	rc, err := rcs.On(t, nil)
 	if err == nil {
@@ -90,23 +96,51 @@ func topicHorizons(rcs kadm.ResourceConfigs, t string) ([]source.Horizon, error)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: reading retention.ms of topic %q: %w", t, err)
 	}
-	var hs []source.Horizon
+	var retention, policy *string
 	for _, cfg := range rc.Configs {
-		if cfg.Key != "retention.ms" || cfg.Value == nil {
-			continue
+		switch cfg.Key {
+		case "retention.ms":
+			retention = cfg.Value
+		case "cleanup.policy":
+			policy = cfg.Value
 		}
-		ms, err := strconv.ParseInt(*cfg.Value, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: topic %q: retention.ms %q: %w", t, *cfg.Value, err)
-		}
-		h := source.Horizon{What: fmt.Sprintf("Kafka topic %q", t), Figure: "retention.ms=" + *cfg.Value, Forever: ms < 0}
-		if ms >= 0 {
-			h.Within = time.Duration(ms) * time.Millisecond
-			h.Figure += " (" + duration.Format(h.Within) + ")"
-		}
-		hs = append(hs, h)
 	}
-	return hs, nil
+	what := fmt.Sprintf("Kafka topic %q", t)
+	if policy != nil && compactedOnly(*policy) {
+		figure := "cleanup.policy=" + *policy + " (the last record of every key is kept for ever"
+		if retention != nil {
+			figure += "; retention.ms=" + *retention + " does not apply"
+		}
+		return []source.Horizon{{What: what, Figure: figure + ")", Forever: true}}, nil
+	}
+	if retention == nil {
+		return nil, nil
+	}
+	ms, err := strconv.ParseInt(*retention, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: topic %q: retention.ms %q: %w", t, *retention, err)
+	}
+	h := source.Horizon{What: what, Figure: "retention.ms=" + *retention, Forever: ms < 0}
+	if ms >= 0 {
+		h.Within = time.Duration(ms) * time.Millisecond
+		h.Figure += " (" + duration.Format(h.Within) + ")"
+	}
+	return []source.Horizon{h}, nil
+}
+
+// compactedOnly reports whether a cleanup.policy compacts without
+// deleting by time ("compact"; not "delete" or "compact,delete").
+func compactedOnly(policy string) bool {
+	compact, del := false, false
+	for p := range strings.SplitSeq(policy, ",") {
+		switch strings.TrimSpace(p) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		}
+	}
+	return compact && !del
 }
 
 // admin runs f with an admin client: over Run's client while Run runs,

@@ -39,6 +39,7 @@ type childSpec struct {
 	Group            string        `json:"group"`
 	Schema           string        `json:"schema"`
 	SessionTimeout   time.Duration `json:"session_timeout"`
+	ServerSide       bool          `json:"server_side"`        // KIP-848's consumer protocol
 	CrashAfterCommit int           `json:"crash_after_commit"` // 0: none
 	OffsetKey        bool          `json:"offset_key"`         // key on the offset, not the header
 	Watermark        bool          `json:"watermark"`          // offsets as the inbox (OffsetWatermark)
@@ -107,7 +108,7 @@ func runChild(specJSON string) error {
 	if err != nil {
 		return err
 	}
-	f := &fixture{c: &cluster{seeds: spec.Seeds, session: spec.SessionTimeout}, topic: spec.Topic, group: spec.Group}
+	f := &fixture{c: &cluster{seeds: spec.Seeds, session: spec.SessionTimeout, serverSide: spec.ServerSide}, topic: spec.Topic, group: spec.Group}
 	kc := f.consumerConfig()
 	kc.Inbox.Hooks = []txinbox.Hook{&crashHook{n: spec.CrashAfterCommit}}
 	if spec.OffsetKey {
@@ -144,6 +145,7 @@ type child struct {
 func (f *fixture) startChildSpec(spec childSpec) *child {
 	f.t.Helper()
 	spec.Seeds, spec.Topic, spec.Group, spec.Schema, spec.SessionTimeout = f.c.seeds, f.topic, f.group, f.schema, f.c.session
+	spec.ServerSide = f.c.serverSide
 	specJSON, _ := json.Marshal(spec)
 	ch := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), lines: make(chan string, 16), done: make(chan struct{})}
 	ch.cmd.Env = append(os.Environ(), envChild+"="+string(specJSON))

@@ -24,9 +24,6 @@ import (
 func TestDeadLetterTopicBeforeWatermark(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	if c.fake == nil {
-		t.Skip("fault injection needs kfake; " + envSeeds + " names a real cluster")
-	}
 	f := newFixture(t, c, 1)
 	dlt := f.topic + "-dlt"
 	if _, err := f.adm.CreateTopic(context.Background(), 1, -1, nil, dlt); err != nil {

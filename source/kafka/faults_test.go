@@ -78,9 +78,6 @@ func TestBrokerFaults(t *testing.T) {
 
 func testFault(t *testing.T, tc faultCase) {
 	c := newCluster(t)
-	if c.fake == nil {
-		t.Skip("fault injection needs kfake; " + envSeeds + " names a real cluster")
-	}
 	f := newFixture(t, c, 4)
 	all := ids(tc.name, 1200)
 	f.produce(all[:600], 4)

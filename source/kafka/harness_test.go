@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,31 +19,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
-// envSeeds names a real cluster to run the suite against instead of kfake.
-const envSeeds = "TXINBOX_KAFKA_SEEDS"
-
-// cluster is the Kafka the tests talk to: kfake in the test process, or a
-// real cluster when TXINBOX_KAFKA_SEEDS is set (fault tests then skip).
+// cluster is the Kafka the tests talk to: kfake in the test process, or the
+// real Apache Kafka that TXINBOX_TEST_KAFKA_BROKERS names (newRealCluster).
 type cluster struct {
 	seeds []string
 	fake  *kfake.Cluster // nil on a real cluster
-	// session is the consumers' session timeout: short on kfake, so that
-	// a SIGKILLed member leaves the group quickly; a real broker refuses
-	// less than its group.min.session.timeout.ms (6s by default).
+	// session is the consumers' session timeout: short, so that a
+	// SIGKILLed member leaves the group quickly (a real broker refuses
+	// less than its group.min.session.timeout.ms: 6s by default, 1s on
+	// the broker .ci/start-kafka starts).
 	session time.Duration
+	// serverSide runs the groups on KIP-848's consumer protocol
+	// (kgo.ServerSideBalancer): the broker assigns the partitions, and
+	// the session timeout is the group's consumer.session.timeout.ms.
+	serverSide bool
+}
+
+// newRealCluster is the real Apache Kafka of kafkatest.RequireBrokers, with
+// groups of the classic protocol or, serverSide, of KIP-848's.
+func newRealCluster(t testing.TB, serverSide bool) *cluster {
+	t.Helper()
+	return &cluster{seeds: kafkatest.RequireBrokers(t), session: time.Second, serverSide: serverSide}
 }
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	if s := os.Getenv(envSeeds); s != "" {
-		return &cluster{seeds: strings.Split(s, ","), session: 6 * time.Second}
-	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +66,9 @@ func (c *cluster) clientOptions() []kgo.Opt {
 	// the request timeout: keep the rebalance timeout below the session.
 	opts := []kgo.Opt{kgo.SessionTimeout(st), kgo.HeartbeatInterval(st / 10), kgo.RebalanceTimeout(st * 2 / 3),
 		kgo.FetchMaxWait(200 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	if c.serverSide {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
 	if os.Getenv(envLog) != "" {
 		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
 	}

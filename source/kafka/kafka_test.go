@@ -121,9 +121,6 @@ func (f *fixture) checkWatermarkAhead(all []string, partitions int32) {
 func TestTopicCreatedAgain(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	if c.fake == nil {
-		t.Skip("deleting a topic on a real cluster is asynchronous; kfake only")
-	}
 	f := newFixture(t, c, 2)
 	first := ids("old", 200)
 	f.produce(first, 2)

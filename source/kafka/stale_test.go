@@ -104,9 +104,6 @@ func (f *fixture) checkFix(rec logRecord, watermark int64, onePartition bool) {
 // consumer warns with the statement that deletes it.
 func TestStaleWatermarkNewCluster(t *testing.T) {
 	t.Parallel()
-	if newCluster(t).fake == nil {
-		t.Skip("a fresh cluster per run: kfake only")
-	}
 	t.Run("within-the-new-topic", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, newCluster(t), 1)

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/source/sourcetest"
 	"github.com/txinbox/txinbox/store"
@@ -55,14 +56,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var kafkaHarness = sourcetest.Harness{
-	Name: "Kafka (kfake)",
-	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
-		DeadLetterDestination: true, ResumesAfterCommit: true,
-		NULInIDs: true, InvalidUTF8InIDs: true, LongIDs: true, BinaryHeaders: true},
-	New:  newKafkaBroker,
-	Open: openKafkaBroker,
-}
+var kafkaHarness = kafkaHarnessOn("Kafka (kfake)", nil, false)
 
 // kafkaWatermarkHarness runs the suite with offsets as the inbox
 // (kafka.OffsetWatermark): no inbox row, the partition's watermark says
@@ -70,14 +64,35 @@ var kafkaHarness = sourcetest.Harness{
 // ids, which the suite counts, travel in the message-id header only: the
 // transport's id inputs (a NUL, invalid UTF-8, 5 kB) do not reach the inbox
 // and their tests do not apply.
-var kafkaWatermarkHarness = sourcetest.Harness{
-	Name: "Kafka (kfake), offsets as the inbox",
-	Features: sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
-		DeadLetterDestination: true, ResumesAfterCommit: true, BinaryHeaders: true},
-	New: func(t *testing.T) (sourcetest.Broker, string) {
-		return newKafkaBrokerOf(t, true)
-	},
-	Open: openKafkaBroker,
+var kafkaWatermarkHarness = kafkaHarnessOn("Kafka (kfake), offsets as the inbox", nil, true)
+
+// kafkaHarnessOn is the harness on kfake (seeds nil) or on the real
+// cluster whose seeds it returns, in a consumer group of the classic
+// protocol.
+func kafkaHarnessOn(name string, seeds func(testing.TB) []string, watermark bool) sourcetest.Harness {
+	return kafkaHarnessOf(name, seeds, watermark, false)
+}
+
+// kafkaHarnessOf is kafkaHarnessOn with groups of KIP-848's consumer
+// protocol when serverSide.
+func kafkaHarnessOf(name string, seeds func(testing.TB) []string, watermark, serverSide bool) sourcetest.Harness {
+	f := sourcetest.Features{Ordering: true, ConsumerGroups: true, Redelivery: true,
+		DeadLetterDestination: true, ResumesAfterCommit: true, BinaryHeaders: true}
+	if !watermark {
+		f.NULInIDs, f.InvalidUTF8InIDs, f.LongIDs = true, true, true
+	}
+	return sourcetest.Harness{
+		Name: name, Features: f,
+		New: func(t *testing.T) (sourcetest.Broker, string) {
+			var s []string
+			if seeds != nil {
+				s = seeds(t)
+			}
+			b, desc := newKafkaBrokerOf(t, s, watermark, serverSide)
+			return b, desc
+		},
+		Open: openKafkaBroker,
+	}
 }
 
 func TestKafkaConformance(t *testing.T) {
@@ -88,6 +103,28 @@ func TestKafkaWatermarkConformance(t *testing.T) {
 	sourcetest.Run(t, kafkaWatermarkHarness)
 }
 
+// TestApacheKafkaConformance runs the suite, hostile parts and crash tests
+// included, against the real Apache Kafka that TXINBOX_TEST_KAFKA_BROKERS names
+// (.ci/start-kafka): its group coordinator, not kfake's, sees the SIGKILLed
+// children leave.
+func TestApacheKafkaConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaHarnessOn("Apache Kafka", kafkatest.RequireBrokers, false))
+}
+
+// TestApacheKafkaConsumerProtocolConformance is the suite on the real
+// Apache Kafka with KIP-848's consumer protocol (the broker assigns the
+// partitions; Kafka 4's default path), the group's session timeout set to
+// 2 s (a dynamic group config).
+func TestApacheKafkaConsumerProtocolConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaHarnessOf("Apache Kafka, consumer protocol", kafkatest.RequireBrokers, false, true))
+}
+
+// TestApacheKafkaWatermarkConformance is the suite with offsets as the
+// inbox on the real Apache Kafka.
+func TestApacheKafkaWatermarkConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaHarnessOn("Apache Kafka, offsets as the inbox", kafkatest.RequireBrokers, true))
+}
+
 // kafkaBroker is one topic, its dead-letter topic and the suite's group.
 type kafkaBroker struct {
 	Seeds []string `json:"seeds"`
@@ -95,6 +132,12 @@ type kafkaBroker struct {
 	Group string   `json:"group"`
 	// Watermark keeps offsets as the inbox (kafka.OffsetWatermark).
 	Watermark bool `json:"watermark"`
+	// Real is a real Kafka cluster: Interrupt cuts the consumers'
+	// connections (cutter) instead of injecting faults into kfake.
+	Real bool `json:"real"`
+	// ServerSide runs the group on KIP-848's consumer protocol.
+	ServerSide bool `json:"server_side"`
+	cutter     kafkatest.Cutter
 	// inbox is the driver and scope of the last in-process consumer, for
 	// the partition watermark (see Pending).
 	mu    sync.Mutex
@@ -110,13 +153,23 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(p)
 }
 
-func newKafkaBroker(t *testing.T) (sourcetest.Broker, string) {
-	return newKafkaBrokerOf(t, false)
-}
-
-func newKafkaBrokerOf(t *testing.T, watermark bool) (sourcetest.Broker, string) {
+// newKafkaBrokerOf creates the topics on the real cluster of seeds, or on
+// kfake when seeds is nil.
+func newKafkaBrokerOf(t *testing.T, seeds []string, watermark, serverSide bool) (sourcetest.Broker, string) {
 	t.Helper()
-	b := &kafkaBroker{Seeds: cluster.ListenAddrs(), Topic: randomName("topic-"), Group: randomName("group-"), Watermark: watermark}
+	b := &kafkaBroker{Seeds: seeds, Real: seeds != nil, Topic: randomName("topic-"), Group: randomName("group-"),
+		Watermark: watermark, ServerSide: serverSide}
+	if !b.Real {
+		b.Seeds = cluster.ListenAddrs()
+	}
+	if serverSide {
+		// KIP-848: the session timeout is the group's (Kafka's default
+		// 45 s), a dynamic group config.
+		if err := kafkatest.SetGroupConfigs(context.Background(), b.Seeds, b.Group, map[string]string{
+			"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "500"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cl, adm := b.admin(t)
 	defer cl.Close()
 	if _, err := adm.CreateTopics(context.Background(), 1, -1, nil, b.Topic, b.deadLetterTopic()); err != nil {
@@ -173,13 +226,20 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 	if err != nil {
 		return err
 	}
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
+		kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)}
+	if b.Real {
+		opts = append(opts, kgo.Dialer(b.cutter.Dial))
+	}
+	if b.ServerSide {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
 	c, err := kafka.New(proc, kafka.Config{
 		Seeds: b.Seeds, Topics: []string{b.Topic}, Group: b.Group,
 		Key: key, DeadLetterTopic: b.deadLetterTopic(),
-		ErrorBackoff: func(int) time.Duration { return 50 * time.Millisecond },
-		ClientOptions: []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
-			kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ErrorBackoff:  func(int) time.Duration { return 50 * time.Millisecond },
+		ClientOptions: opts,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return err
@@ -234,8 +294,13 @@ func (b *kafkaBroker) Pending(ctx context.Context) (int, error) {
 
 // Interrupt closes the connections that carry the next offset commit and
 // the next fetch: the ack (offset commit) of the batch in flight is lost
-// with its connection.
+// with its connection. On a real cluster it closes every connection the
+// in-process consumers dialed.
 func (b *kafkaBroker) Interrupt() {
+	if b.Real {
+		b.cutter.Cut()
+		return
+	}
 	for _, key := range []int16{kmsg.OffsetCommit.Int16(), kmsg.Fetch.Int16()} {
 		cluster.ControlKey(key, func(kmsg.Request) (kmsg.Response, error, bool) {
 			return nil, errors.New("sourcetest: connection cut"), true

@@ -23,7 +23,7 @@ type Command struct {
 	o                               benchOptions
 	dups, only                      string
 	cpuprofile, prefill, batchSizes *string
-	scaleOut                        *string
+	scaleOut, kafkaBrokers          *string
 	log                             clikit.LogFlags
 }
 
@@ -84,6 +84,10 @@ type benchOptions struct {
 	serveBin     string
 	// busy is how many CPU-bound processes run beside light-busy.
 	busy int
+	// kafkaBrokers is a real Kafka the Kafka scenarios also run on.
+	kafkaBrokers []string
+	// scenarioTimeout bounds each scenario (each slice of a sliced one).
+	scenarioTimeout time.Duration
 }
 
 // benchResult is one measured scenario.
@@ -108,7 +112,10 @@ type benchResult struct {
 	Runnable       float64 `json:"runnable_tasks,omitempty"`
 	runnableSlices int
 	Error          string `json:"error,omitempty"`
-	lat            *latencies
+	// Broker is, for the Kafka scenarios run on --kafka-brokers, that
+	// broker ("apache-kafka"); empty on the run's own kfake cluster.
+	Broker string `json:"broker,omitempty"`
+	lat    *latencies
 }
 
 // defineFlags defines bench's flags, bound to c.
@@ -132,6 +139,9 @@ func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
 	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
 	clikit.Int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	c.kafkaBrokers = fs.String("kafka-brokers", "", "e2e-kafka, kafka-watermark: also run them on this real Kafka (comma-separated host:port seeds), beside the run's kfake, in one report")
+	clikit.DurationFlag(fs, &o.scenarioTimeout, "scenario-timeout", 15*time.Minute, false,
+		"a scenario (a slice of a sliced one) running longer is stopped and reported failed with where it stood; the run goes on")
 	c.cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
 	c.prefill = fs.String("prefill", "", "growth: also measure txinbox with the inbox pre-filled to these row counts, e.g. 1000000,10000000")
 	c.batchSizes = fs.String("batch-sizes", "", "also measure txinbox and the ceiling at these batch sizes, e.g. 1,10,100,500")
@@ -147,6 +157,12 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 	}
 	if err == nil {
 		o.scaleOut, err = parseCounts("--scale-out", *scaleOut)
+	}
+	if err == nil && *c.kafkaBrokers != "" {
+		o.kafkaBrokers = strings.Split(*c.kafkaBrokers, ",")
+	}
+	if err == nil && o.scenarioTimeout <= 0 {
+		err = errors.New("--scenario-timeout must be positive")
 	}
 	if err == nil && len(o.scaleOut) == 0 {
 		err = errors.New("--scale-out: give process counts, e.g. 1,2,3")
@@ -188,7 +204,10 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 		rep.LoadAverage = [2]float64{load0, loadAverage()}
 	}
 	if err == nil && o.scenarios["purge"] {
-		rep.Purge, err = runPurgeBench(ctx, env, o)
+		if rep.Purge, err = runPurgeBench(ctx, env, o); err != nil && ctx.Err() == nil {
+			rep.fail("purge", err)
+			err = nil
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)
@@ -204,6 +223,12 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
 	} else {
 		printBench(env, rep)
+	}
+	if rep.failed() {
+		for _, f := range rep.Failed {
+			fmt.Fprintf(env.Stderr, "txinbox bench: %s failed: %s\n", f.Scenario, f.Error)
+		}
+		return clikit.ExitFailure
 	}
 	return clikit.ExitOK
 }
@@ -258,15 +283,19 @@ func printBench(env *clikit.Env, rep *benchReport) {
 	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "scenario\tstore\tdup\tworkers\tmessages\tmsgs/s\tp50 ms\tp99 ms\tcheckpoints\t")
 	for _, r := range rep.Results {
+		name := r.Name
+		if r.Broker != "" {
+			name += " (" + r.Broker + ")"
+		}
 		if r.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t-\t(%s)\n", r.Name, r.Store, 100*r.Duplicates, r.Workers, r.Error)
+			fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t-\t-\t-\t-\t-\t(failed, see below)\n", name, r.Store, 100*r.Duplicates, r.Workers)
 			continue
 		}
 		ckpts := "-" // not read
 		if r.Checkpoints >= 0 {
 			ckpts = fmt.Sprint(r.Checkpoints)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t\n", r.Name, r.Store, 100*r.Duplicates, r.Workers,
+		fmt.Fprintf(w, "%s\t%s\t%.0f%%\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t\n", name, r.Store, 100*r.Duplicates, r.Workers,
 			r.Messages, r.MsgsPerSec, r.P50ms, r.P99ms, ckpts)
 	}
 	w.Flush()
@@ -301,6 +330,12 @@ func printBench(env *clikit.Env, rep *benchReport) {
 			fmt.Fprintf(w, "%d\t%.0f\t%.0f%%\t%.2f\t\n", g.InboxRows, g.MsgsPerSec, 100*g.VsEmptyInbox, g.P99ms)
 		}
 		w.Flush()
+	}
+	for i, f := range rep.Failed {
+		if i == 0 {
+			fmt.Fprintln(env.Stdout, "\nfailed:")
+		}
+		fmt.Fprintf(env.Stdout, "  %s: %s\n", f.Scenario, f.Error)
 	}
 }
 

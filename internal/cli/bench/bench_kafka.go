@@ -51,10 +51,13 @@ func benchStartKafka(ctx context.Context) (seeds []string, stop func(), err erro
 type benchKafkaCluster struct {
 	seeds []string
 	stop  func()
+	// broker names a cluster the run did not start (--kafka-brokers),
+	// whose seeds are given: "" for the run's own kfake.
+	broker string
 }
 
 func (k *benchKafkaCluster) get(ctx context.Context) ([]string, error) {
-	if k.stop == nil {
+	if k.broker == "" && k.stop == nil {
 		seeds, stop, err := benchStartKafka(ctx)
 		if err != nil {
 			return nil, err
@@ -160,7 +163,7 @@ func benchKafka(ctx context.Context, o benchOptions, pool *pgxpool.Pool, k *benc
 		return nil, err
 	}
 	elapsed := end.Sub(start).Seconds()
-	r := &benchResult{Name: name, Store: "postgres", Duplicates: dup, Workers: 1, Seconds: elapsed,
+	r := &benchResult{Name: name, Store: "postgres", Broker: k.broker, Duplicates: dup, Workers: 1, Seconds: elapsed,
 		P50ms: lat.percentile(0.5), P99ms: lat.percentile(0.99), lat: &lat}
 	check := benchKafkaOnce
 	if watermark {

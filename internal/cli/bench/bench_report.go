@@ -35,6 +35,10 @@ type benchReport struct {
 	Growth              []growthPoint  `json:"growth,omitempty"`
 	BatchSizes          []batchPoint   `json:"batch_sizes,omitempty"`
 	Purge               []purgePoint   `json:"purge,omitempty"`
+	// Failed is the scenarios that failed or passed their deadline
+	// (--scenario-timeout), each with its reason; a failed slice of a
+	// sliced scenario also has its Error in Results.
+	Failed []benchFailure `json:"failed,omitempty"`
 }
 
 // headline is the figures of one duplicate share: each scenario's

@@ -33,6 +33,9 @@ type benchEnv struct {
 	pool   *pgxpool.Pool
 	driver *pgstore.Driver
 	kafka  benchKafkaCluster // the Kafka scenarios' cluster, one per run
+	// apache is the real Kafka of --kafka-brokers, where e2e-kafka and
+	// kafka-watermark run too.
+	apache benchKafkaCluster
 }
 
 func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*benchReport, error) {
@@ -42,29 +45,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 	}
 	defer be.close()
 	rep := &benchReport{DurationPerScenario: duration.Format(o.duration)}
-	type scenario struct {
-		key, name string
-		workers   int
-		run       func(context.Context, float64) (*benchResult, error)
-	}
-	scenarios := []scenario{
-		{"ceiling", "ceiling", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceiling(ctx, d) }},
-		{"ceiling-full-row", "ceiling-full-row", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceilingFullRow(ctx, d) }},
-		{"ceiling-one-row", "ceiling-one-row", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.ceilingOneRow(ctx, d) }},
-		{"seed", "seed", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 1) }},
-		{"seed16", "seed", 16, func(ctx context.Context, d float64) (*benchResult, error) { return be.seed(ctx, d, 16) }},
-		{"txinbox", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxPG(ctx, d) }},
-		{"light", "light-load", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
-		{"light-busy", "light-load busy", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightBusy(ctx, d) }},
-		{"declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.declarative(ctx, d) }},
-		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
-		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
-			return benchKafka(ctx, o, be.pool, &be.kafka, d, false)
-		}},
-		{"kafka-watermark", "kafka-watermark", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
-			return benchKafka(ctx, o, be.pool, &be.kafka, d, true)
-		}},
-	}
+	scenarios := be.scenarios()
 	// The scenarios take turns in short slices (Options.rounds of them), so
 	// that a machine whose load changes during the run weighs on all of
 	// them alike: the ratios are what the run is for.
@@ -80,12 +61,17 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 					return nil, err
 				}
 				c0 := postgresCheckpoints(ctx, be.pool)
-				r, err := s.run(ctx, dup)
-				if err != nil {
+				var r *benchResult
+				err := be.bounded(ctx, s.label(), func(ctx context.Context) (err error) {
+					r, err = s.run(ctx, dup)
+					return err
+				})
+				if err != nil || r == nil {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
-					r = &benchResult{Name: s.name, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+					r = &benchResult{Name: s.name, Broker: s.broker, Duplicates: dup, Workers: s.workers, Error: err.Error()}
+					rep.fail(s.label(), err)
 				}
 				if c1 := postgresCheckpoints(ctx, be.pool); c0 >= 0 && c1 >= 0 {
 					r.Checkpoints = c1 - c0
@@ -98,27 +84,15 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		for i, r := range merged {
 			if r != nil {
 				rep.Results = append(rep.Results, r)
-				rep.record(scenarios[i].key, r, dup == o.dups[0])
+				if scenarios[i].broker == "" { // the headline is kfake's
+					rep.record(scenarios[i].key, r, dup == o.dups[0])
+				}
 			}
 		}
 	}
-	if len(o.batchSizes) > 0 {
-		if rep.BatchSizes, err = be.batchSweep(ctx, o.batchSizes); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.prefill) > 0 {
-		if rep.Growth, err = be.growth(ctx, o.prefill); err != nil {
-			return nil, err
-		}
-	}
-	if o.scenarios["scale-out"] {
-		if rep.ScaleOut, err = be.scaleOut(ctx); err != nil {
-			return nil, err
-		}
-		for i := range rep.ScaleOut {
-			rep.ScaleOut[i].VsCeiling = ratio(rep.ScaleOut[i].MsgsPerSec, rep.CeilingMsgsPerS)
-		}
+	be.runExtras(ctx, rep)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	be.progress("")
 	rep.PeakRSSMB = peakRSSMB()
@@ -142,7 +116,7 @@ func newBenchEnv(ctx context.Context, env *clikit.Env, o benchOptions) (*benchEn
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", clikit.Redact(cfg), err)
 	}
-	be := &benchEnv{o: o, env: env, schema: schema, pool: pool}
+	be := &benchEnv{o: o, env: env, schema: schema, pool: pool, apache: benchKafkaCluster{seeds: o.kafkaBrokers, broker: apacheKafka}}
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		pool.Close()
 		return nil, err

@@ -41,7 +41,8 @@ const scaleOutPartitions = 8
 // scaleOut drains a backlog with 1, 2 and 3 (--scale-out) real serve
 // processes, the process counts taking turns over the rounds; then once
 // more with the most processes while some are SIGKILLed and replaced, at
-// rebalances. Every drain ends with one effect per record.
+// rebalances. Every drain ends with one effect per record. On an error it
+// returns the drains measured before it too.
 func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 	seeds, stop, err := benchStartKafka(ctx)
 	if err != nil {
@@ -49,12 +50,21 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 	}
 	defer stop()
 	merged := make([]*scalePoint, len(be.o.scaleOut))
+	measured := func() []scalePoint {
+		var out []scalePoint
+		for _, p := range merged {
+			if p != nil {
+				out = append(out, *p)
+			}
+		}
+		return out
+	}
 	for round := range be.o.rounds {
 		for i, n := range be.o.scaleOut {
 			be.progress("scale-out: %d serve processes, round %d/%d...", n, round+1, be.o.rounds)
 			p, err := be.drain(ctx, seeds, int(n), 0)
 			if err != nil {
-				return nil, err
+				return measured(), err
 			}
 			if m := merged[i]; m != nil {
 				m.Records, m.Seconds = m.Records+p.Records, m.Seconds+p.Seconds
@@ -64,10 +74,7 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 			}
 		}
 	}
-	var out []scalePoint
-	for _, p := range merged {
-		out = append(out, *p)
-	}
+	out := measured()
 	if be.o.scaleKills == 0 {
 		return out, nil
 	}
@@ -75,7 +82,7 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 	be.progress("scale-out: %d serve processes, SIGKILLs during rebalances...", n)
 	p, err := be.drain(ctx, seeds, n, be.o.scaleKills)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	return append(out, *p), nil
 }
@@ -206,12 +213,17 @@ func (be *benchEnv) awaitGroup(ctx context.Context, adm *kadm.Client, group stri
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("scale-out: waiting for the group to settle with %d serve processes: %w", n, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("scale-out: the group did not settle with %d serve processes in 2 minutes", n)
 }
+
+// scaleOutStall is how long a drain may go without a new effect before it
+// fails with the serve processes' logs (a group whose members cannot join:
+// kfake's coordinator wedged so for minutes).
+const scaleOutStall = time.Minute
 
 // awaitEffects waits until there are at least want effects.
 func (be *benchEnv) awaitEffects(ctx context.Context, want int64, procs []*serveChild) error {
@@ -226,16 +238,16 @@ func (be *benchEnv) awaitEffects(ctx context.Context, want int64, procs []*serve
 		}
 		if got != last {
 			last, lastChange = got, time.Now()
-		} else if time.Since(lastChange) > 3*time.Minute {
+		} else if time.Since(lastChange) > scaleOutStall {
 			var logs []string
 			for _, p := range procs {
 				logs = append(logs, p.stderr.String())
 			}
-			return fmt.Errorf("scale-out: stuck at %d of %d effects for 3 minutes; the serve processes' logs: %s", got, want, strings.Join(logs, "\n---\n"))
+			return fmt.Errorf("scale-out: stuck at %d of %d effects for %s; the serve processes' logs: %s", got, want, scaleOutStall, strings.Join(logs, "\n---\n"))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("scale-out: at %d of %d effects: %w", got, want, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,10 @@ const (
 	// KafkaHeader is the record header that carries the message id.
 	KafkaHeader = "message-id"
 	// KafkaSession is the children's session timeout: a SIGKILLed
-	// child leaves the group this long after its death.
+	// child leaves the group this long after its death. On a cluster of
+	// --kafka-brokers it is at least the brokers' minimum
+	// (group.min.session.timeout.ms, 6 s by Kafka's default): a broker
+	// refuses a group member with a shorter one.
 	KafkaSession = 600 * time.Millisecond
 )
 
@@ -44,6 +48,7 @@ type kafkaBroker struct {
 	brokers *brokers.Running // nil with --kafka-brokers
 	seeds   []string
 	topic   string
+	session time.Duration // the children's session timeout
 	cl      *kgo.Client
 	adm     *kadm.Client
 }
@@ -61,7 +66,7 @@ func runDemoKafka(ctx context.Context, env *clikit.Env, o Options) (*demoSummary
 // the inbox database belong to their topic, and a new cluster's offsets
 // start at 0.
 func startKafkaDemo(ctx context.Context, env *clikit.Env, ext demoExternal, run string) (queueBroker, error) {
-	b := &kafkaBroker{seeds: ext.KafkaSeeds(), topic: "invoices-" + run}
+	b := &kafkaBroker{seeds: ext.KafkaSeeds(), topic: "invoices-" + run, session: KafkaSession}
 	if len(b.seeds) == 0 {
 		r, err := StartBrokers(ctx, env, brokers.Options{Kafka: 3})
 		if err != nil {
@@ -75,6 +80,12 @@ func startKafkaDemo(ctx context.Context, env *clikit.Env, ext demoExternal, run 
 		return nil, err
 	}
 	b.adm = kadm.NewClient(b.cl)
+	if b.brokers == nil {
+		if b.session, err = KafkaSessionOn(ctx, b.adm); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
 	if _, err := b.adm.CreateTopic(ctx, KafkaPartitions, -1, nil, b.topic); err != nil {
 		b.close()
 		return nil, fmt.Errorf("creating topic %s: %w", b.topic, err)
@@ -101,7 +112,43 @@ func (b *kafkaBroker) stopBrokers() {
 }
 
 func (b *kafkaBroker) childArgs() []string {
-	return []string{"demo-consumer-kafka", "--seeds", b.seeds[0], "--topic", b.topic}
+	return []string{"demo-consumer-kafka", "--seeds", b.seeds[0], "--topic", b.topic, "--session-timeout", b.session.String()}
+}
+
+// KafkaSessionOn is the session timeout of the demos' consumers on the
+// cluster of adm (a --kafka-brokers cluster): KafkaSession, or the brokers'
+// group.min.session.timeout.ms if that is longer (a broker refuses a
+// group member with a shorter session).
+func KafkaSessionOn(ctx context.Context, adm *kadm.Client) (time.Duration, error) {
+	least, err := minSessionTimeout(ctx, adm)
+	return max(least, KafkaSession), err
+}
+
+// minSessionTimeout reads a broker's group.min.session.timeout.ms: the
+// shortest session timeout the cluster lets a group member have.
+func minSessionTimeout(ctx context.Context, adm *kadm.Client) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) == 0 {
+		return 0, fmt.Errorf("reading the cluster's brokers: %v", err)
+	}
+	rcs, err := adm.DescribeBrokerConfigs(ctx, md.Brokers[0].NodeID)
+	if err != nil {
+		return 0, fmt.Errorf("reading the brokers' group.min.session.timeout.ms: %w", err)
+	}
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			if c.Key == "group.min.session.timeout.ms" && c.Value != nil {
+				ms, err := strconv.ParseInt(*c.Value, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("the brokers' group.min.session.timeout.ms %q: %w", *c.Value, err)
+				}
+				return time.Duration(ms) * time.Millisecond, nil
+			}
+		}
+	}
+	return 0, errors.New("the brokers do not say their group.min.session.timeout.ms")
 }
 
 // publish produces the stream; an event's re-send lands on the event's
@@ -151,18 +198,19 @@ func RunConsumerKafka(ctx context.Context, env *clikit.Env, args []string) int {
 	f.register(fs, env)
 	seeds := fs.String("seeds", "", "a broker of the cluster")
 	topic := fs.String("topic", "", "the topic to consume")
+	session := fs.Duration("session-timeout", KafkaSession, "the group session timeout")
 	if err := fs.Parse(args); err != nil {
 		return clikit.ExitUsage
 	}
 	return runQueueChild(ctx, env, &f, "demo-consumer-kafka", func(ctx context.Context, c *demoConsumer, db *clikit.InboxDB) error {
 		if db.PG != nil {
-			return consumeKafka(ctx, c, db.PG, clikit.PGTxExec, *seeds, *topic)
+			return consumeKafka(ctx, c, db.PG, clikit.PGTxExec, *seeds, *topic, *session)
 		}
-		return consumeKafka(ctx, c, db.Lite, clikit.SQLTxExec, *seeds, *topic)
+		return consumeKafka(ctx, c, db.Lite, clikit.SQLTxExec, *seeds, *topic, *session)
 	})
 }
 
-func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx], exec clikit.TxExecFunc[TTx], seeds, topic string) error {
+func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[TTx], exec clikit.TxExecFunc[TTx], seeds, topic string, session time.Duration) error {
 	var key kafka.Key = kafka.HeaderKey(KafkaHeader)
 	if c.sabotage == SabotageDeliveryKey {
 		key = kafka.OffsetKey // a producer's re-send is a new record: applied twice
@@ -182,8 +230,8 @@ func consumeKafka[TTx any](ctx context.Context, c *demoConsumer, d store.Driver[
 		// kfake expires a member whose JoinGroup waits longer than its
 		// session timeout (and leaves the join unanswered until the request
 		// times out): the rebalance timeout stays below the session.
-		ClientOptions: []kgo.Opt{kgo.SessionTimeout(KafkaSession), kgo.HeartbeatInterval(KafkaSession / 10),
-			kgo.RebalanceTimeout(KafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond),
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
+			kgo.RebalanceTimeout(session * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond),
 			kgo.WithLogger(kgo.BasicLogger(c.stderr, kgo.LogLevelInfo, nil))},
 		Logger: c.log,
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/txinbox/txinbox/internal/kafkatest"
 	"github.com/txinbox/txinbox/internal/testdb"
 )
 
@@ -71,4 +72,18 @@ func TestDemoKafkaCatchesSabotage(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "not available with --source kafka") {
 		t.Errorf("--sabotage ack-first with kafka: exit %d, stderr %q", code, errs)
 	}
+}
+
+// TestDemoKafkaApacheKafka runs the demo on the real Apache Kafka of
+// TXINBOX_TEST_KAFKA_BROKERS (.ci/start-kafka) instead of kfake: its consumer
+// children join with the shortest session timeout the brokers allow (they
+// were refused with INVALID_SESSION_TIMEOUT, the demo's 600ms being below
+// any real broker's group.min.session.timeout.ms), and every invoice is
+// applied exactly once through 6 SIGKILLs.
+func TestDemoKafkaApacheKafka(t *testing.T) {
+	t.Parallel()
+	seeds := kafkatest.RequireBrokers(t)
+	r := runDemoJSON(t, 0, "--source", "kafka", "--kafka-brokers", strings.Join(seeds, ","),
+		"--db", filepath.Join(t.TempDir(), "demo.db"), "--messages", "600", "--duplicates", "0.3", "--crashes", "6")
+	checkKafkaExactlyOnce(t, r, 600, 6)
 }

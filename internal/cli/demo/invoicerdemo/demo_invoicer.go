@@ -182,6 +182,7 @@ type invoicerDemo struct {
 	byMsgID  map[string]int // derived AS4 MessageId -> event
 	byID     map[string]int // event id (the eb:ConversationId) -> event
 	seeds    string
+	session  time.Duration // the consumers' group session timeout
 	topic    string
 	addr     string // the partner endpoint
 	keys     string // the directory of the WS-Security keys of both sides
@@ -344,8 +345,12 @@ func (d *invoicerDemo) plan() []int {
 // stream, the event id in the message-id header. stop ends the cluster.
 func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (stop func(), err error) {
 	stop = func() {}
+	d.session = demo.KafkaSession
 	if seeds := d.o.External.KafkaSeeds(); len(seeds) > 0 {
 		d.seeds = seeds[0]
+		if d.session, err = externalSession(ctx, seeds); err != nil {
+			return nil, err
+		}
 	} else {
 		r, err := demo.StartBrokers(ctx, d.env, brokers.Options{Kafka: 1})
 		if err != nil {
@@ -359,6 +364,17 @@ func (d *invoicerDemo) startKafka(ctx context.Context, stream []int) (stop func(
 		return nil, err
 	}
 	return stop, nil
+}
+
+// externalSession is the consumers' session timeout on the cluster of
+// --kafka-brokers (see demo.KafkaSessionOn).
+func externalSession(ctx context.Context, seeds []string) (time.Duration, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	return demo.KafkaSessionOn(ctx, kadm.NewClient(cl))
 }
 
 // publishKafka creates the run's topic and publishes the stream to it.

@@ -109,8 +109,10 @@ func childMain(ctx context.Context, env *clikit.Env, name string, args []string,
 // -> inbox -> INVOIC, partner_invoices row and outbox row.
 func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 	var seeds, topic string
+	var session time.Duration
 	return childMain(ctx, env, "demo-invoicer-consumer", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&seeds, "seeds", "", "a Kafka broker")
+		fs.DurationVar(&session, "session-timeout", demo.KafkaSession, "the group session timeout")
 		fs.StringVar(&topic, "topic", "", "the topic of the InvoiceIssued events")
 	}, func(ctx context.Context, db *clikit.InboxDB, _ clikit.DBFlags) error {
 		cfg := invoicer.Config{Scope: invoicer.DefaultScope, Sender: invoicerSender, Partners: invoicerPartners}
@@ -119,17 +121,17 @@ func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 			if err != nil {
 				return err
 			}
-			return consumeInvoices(ctx, db.PG, h, seeds, topic)
+			return consumeInvoices(ctx, db.PG, h, seeds, topic, session)
 		}
 		h, err := invoicer.SQLite(outboxlite.New(db.Lite), cfg)
 		if err != nil {
 			return err
 		}
-		return consumeInvoices(ctx, db.Lite, h, seeds, topic)
+		return consumeInvoices(ctx, db.Lite, h, seeds, topic, session)
 	})
 }
 
-func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbox.HandlerFunc[TTx], seeds, topic string) error {
+func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbox.HandlerFunc[TTx], seeds, topic string, session time.Duration) error {
 	proc, err := txinbox.NewProcessor(d, txinbox.Config[TTx]{Scope: invoicer.DefaultScope, Handler: h, MaxBatchSize: 8,
 		Ordered: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -141,8 +143,8 @@ func consumeInvoices[TTx any](ctx context.Context, d store.Driver[TTx], h txinbo
 		// Small polls and batches: the work is spread over time, so a
 		// SIGKILL lands in the middle of it.
 		MaxPollRecords: 16, Concurrency: 2,
-		ClientOptions: []kgo.Opt{kgo.SessionTimeout(demo.KafkaSession), kgo.HeartbeatInterval(demo.KafkaSession / 10),
-			kgo.RebalanceTimeout(demo.KafkaSession * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
+			kgo.RebalanceTimeout(session * 2 / 3), kgo.FetchMaxWait(100 * time.Millisecond)},
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -128,7 +128,7 @@ func (d *invoicerDemo) childArgs(role string) []string {
 	var args []string
 	switch role {
 	case "consumer":
-		args = []string{"demo-invoicer-consumer", "--seeds", d.seeds, "--topic", d.topic}
+		args = []string{"demo-invoicer-consumer", "--seeds", d.seeds, "--topic", d.topic, "--session-timeout", d.session.String()}
 	case "relay":
 		args = []string{"demo-invoicer-relay", "--partner-url", "http://" + d.addr + "/as4", "--keys", d.keys}
 		switch d.o.Sabotage {
