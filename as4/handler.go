@@ -92,7 +92,9 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, guessSOAP(body), f)
 		return
 	}
-	req, err := readRequest(plain, contentType, h.limits(), h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted)
+	policy := securityPolicy{accept: h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted,
+		verifier: h.cfg.Security.Verifier != nil, unread: sec.unread}
+	req, err := readRequest(plain, contentType, h.limits(), policy)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):

@@ -75,7 +75,7 @@ func TestRequestMemoryBounded(t *testing.T) {
 	}{{"nest", true, 0.01}, {"partinfo", true, 0.01}, {"body", false, 4}, {"mime", false, 4}} {
 		body, ct := hostileEnvelope(tt.kind, size)
 		var err error
-		alloc := allocatedBy(func() { _, err = readRequest(body, ct, defaultLimits, false) })
+		alloc := allocatedBy(func() { _, err = readRequest(body, ct, defaultLimits, securityPolicy{}) })
 		per := float64(alloc) / float64(len(body))
 		t.Logf("%-8s %9d bytes: %10d bytes allocated, %.2f per byte of request (err: %.80v)", tt.kind, len(body), alloc, per, err)
 		if tt.refuse != (err != nil) {

@@ -91,7 +91,9 @@ func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*verifie
 			e = &wssec.Error{Code: wssec.FailedAuthentication, Detail: err.Error()}
 		}
 		if e.Code == wssec.InvalidHeader {
-			return none, body, contentType, nil // readRequest names what is wrong
+			// readRequest names what is wrong, or refuses the
+			// wsse:Security header it could not verify.
+			return &verified{Result: &wssec.Result{}, unread: e.Detail}, body, contentType, nil
 		}
 		f = senderFailure(ErrorCode(e.Code), e.Detail)
 		if msg, err := ebms.Parse(bytes.NewReader(body), ct); err == nil {
@@ -137,6 +139,9 @@ type verified struct {
 	// plaintextParts are the Content-IDs of the attachments that were
 	// not encrypted.
 	plaintextParts []string
+	// unread is why the verifier could not read the envelope; "" if it
+	// did.
+	unread string
 }
 
 // verifiedRefs returns the ds:Reference elements of a verified
