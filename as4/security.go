@@ -27,7 +27,10 @@ type SecurityConfig struct {
 	// AcceptUnverifiedSecurity is set.
 	Verifier *wssec.Verifier
 	// RequireSignature refuses user messages that carry no signature
-	// (EBMS:0103). Defaults to false. Requires Verifier.
+	// (EBMS:0103). Defaults to false. Requires Verifier. Without it a
+	// message whose signature was stripped on the way passes as
+	// unsigned: set it whenever every partner signs (serve --as4-trust
+	// does, unless --as4-allow-unsigned).
 	RequireSignature bool
 	// Signer signs the receipt of every signed request, which is then a
 	// non-repudiation receipt: eb:Receipt holds the request signature's

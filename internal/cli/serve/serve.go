@@ -107,8 +107,8 @@ type serveOptions struct {
 	AS4Partner, AS4Self                        string
 	AS4RequireSignature, AS4RequireCompression bool
 	// AS4Security is the endpoint's WS-Security (--as4-key, --as4-trust,
-	// ...). With --as4-trust and without --as4-partner,
-	// AS4RequireSignature requires a verified signature of every message.
+	// ...). With --as4-trust every message needs a verified signature
+	// unless --as4-allow-unsigned.
 	AS4Security serveSecurity
 	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
@@ -184,6 +184,8 @@ func (o serveOptions) validate() error {
 		return o.AS4Security.check()
 	case o.AS4RequireSignature && o.AS4Security.Trust == "":
 		return errors.New("--as4-require-signature needs --as4-trust: only a verified signature counts")
+	case o.AS4RequireSignature && o.AS4Security.AllowUnsigned && o.AS4Partner == "":
+		return errors.New("--as4-require-signature without --as4-partner requires signatures of every message, which --as4-allow-unsigned contradicts")
 	case o.AS4Listen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
 		return errors.New("--effect-sql: the AS4 endpoint runs its statements per message, where new_messages does not exist: " +
 			"give statements with $N parameters (see txinbox serve -h) or run the AS4 endpoint in a serve of its own")
@@ -415,7 +417,7 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 	if err != nil {
 		return nil, err
 	}
-	sec, err := o.AS4Security.config(o.AS4RequireSignature && o.AS4Partner == "")
+	sec, err := o.AS4Security.config(o.requireSignature())
 	if err != nil {
 		return nil, err
 	}
@@ -437,6 +439,15 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 		return nil, err
 	}
 	return h, nil
+}
+
+// requireSignature reports whether the endpoint requires a verified
+// signature of every user message: with --as4-trust unless
+// --as4-allow-unsigned (a trust store that lets a message whose signature
+// was stripped pass as unsigned verifies nothing an attacker cannot
+// avoid), and with --as4-require-signature without --as4-partner.
+func (o *serveOptions) requireSignature() bool {
+	return o.AS4Security.Trust != "" && (!o.AS4Security.AllowUnsigned || (o.AS4RequireSignature && o.AS4Partner == ""))
 }
 
 // agreements returns the AS4 agreements of --as4-agreements and of
