@@ -75,7 +75,8 @@ func pickEntry(entries []keyEntry, alias string) (keyEntry, error) {
 // key bag, its alias the bag's friendlyName, with the certificate of its
 // public key and the chain completed from the other certificates.
 func readPKCS12(b []byte, password string) ([]keyEntry, error) {
-	blocks, err := pkcs12.ToPEM(b, password) //nolint:staticcheck // the one API that returns every bag with its attributes
+	//lint:ignore SA1019 ToPEM is the one API that returns every bag with its attributes; its key blocks' mislabelled bytes are what parseKey reads
+	blocks, err := pkcs12.ToPEM(b, password)
 	if err != nil {
 		return nil, err
 	}
