@@ -137,7 +137,7 @@ func resolveParts(u *UserMessage, env *envelope, mimeParts []*wire.Part, lim lim
 		if f != nil {
 			return nil, f
 		}
-		if f := decompress(&p, &budget, lim.decompressed); f != nil {
+		if f := decompress(&p, &budget, lim.decompressed, lim.reserve); f != nil {
 			return nil, f
 		}
 		if seen[target] {

@@ -27,6 +27,9 @@ type Handler[TTx any] struct {
 	pending sync.Map // *txinbox.Message → *Received
 	// slots holds one token per request being answered.
 	slots chan struct{}
+	// decompressed holds the decompressed payloads of the requests being
+	// answered (Config.MaxDecompressedInFlight).
+	decompressed *inFlight
 }
 
 // New returns a Handler that deduplicates through driver's inbox and
@@ -36,7 +39,8 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Handler[TTx], err
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
+	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests),
+		decompressed: &inFlight{max: cfg.MaxDecompressedInFlight}}
 	inbox := cfg.Inbox
 	inbox.Handler = h.save
 	p, err := txinbox.NewProcessor(driver, inbox)
@@ -94,7 +98,10 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	policy := securityPolicy{accept: h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted,
 		verifier: h.cfg.Security.Verifier != nil, unread: sec.unread}
-	req, err := readRequest(plain, contentType, h.limits(), policy)
+	lim := h.limits()
+	lim.reserve = h.decompressed.reservation()
+	defer lim.reserve.release()
+	req, err := readRequest(plain, contentType, lim, policy)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
