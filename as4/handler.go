@@ -13,6 +13,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4/internal/wire"
+	"github.com/txinbox/txinbox/internal/httpfront"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -126,13 +127,33 @@ func (h *Handler[TTx]) limits() limits {
 	return limits{depth: h.cfg.MaxDepth, elements: h.cfg.MaxElements, decompressed: h.cfg.MaxDecompressedBytes}
 }
 
-// readBody reads the request body up to Config.MaxBodyBytes.
+// Refuse answers a request that the HTTP front in front of the handler
+// (package server's endpoints) refused before the handler ran: too many
+// requests of the client, a body too slow or too large, too many bodies
+// in flight. The answer is an ebMS error (EBMS:0004) with the front's
+// status, as the endpoint's own refusals are.
+func (h *Handler[TTx]) Refuse(w http.ResponseWriter, _ *http.Request, status int, detail string) {
+	f := receiverFailure(status, detail, nil)
+	if status < 500 {
+		f = &failure{Code: Other, Status: status, Detail: detail, fault: faultSender}
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		f.retryAfter = 1
+	}
+	h.fail(w, soap12, f)
+}
+
+// readBody reads the request body up to Config.MaxBodyBytes; a body the
+// HTTP front read already is taken as it is.
 func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
 	limit := h.cfg.MaxBodyBytes
 	tooLarge := &failure{Code: Other, Status: http.StatusRequestEntityTooLarge, fault: faultSender,
 		Detail: fmt.Sprintf("the message is larger than the endpoint's limit of %d bytes", limit)}
 	if r.ContentLength > limit {
 		return nil, tooLarge
+	}
+	if body, ok := httpfront.Body(r); ok {
+		return body, nil
 	}
 	// A body of known length is read into one buffer of that size.
 	var buf bytes.Buffer

@@ -20,6 +20,7 @@ import (
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/httpfront"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
@@ -110,6 +111,10 @@ type serveOptions struct {
 	// ...). With --as4-trust every message needs a verified signature
 	// unless --as4-allow-unsigned.
 	AS4Security serveSecurity
+	// Front are the limits of the endpoints' hardened front
+	// (--min-body-rate, --max-requests-per-client, --max-body-in-flight);
+	// its MaxBodyBytes is --as4-max-body.
+	Front server.Front
 	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. Defaults
@@ -213,6 +218,11 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	fs.BoolVar(&o.AS4RequireSignature, "as4-require-signature", false, "require signatures verified with --as4-trust: of the --as4-partner agreement, or without it of every message")
 	o.AS4Security.register(fs, env)
 	fs.BoolVar(&o.AS4RequireCompression, "as4-require-compression", false, "the --as4-partner agreement requires gzip-compressed payloads")
+	clikit.Int64Flag(fs, &o.Front.MinBodyRate, "min-body-rate", httpfront.DefaultMinBodyRate, 1,
+		"bytes a second a request body must arrive at on average after its first 10s (slower: 408, the connection closed)")
+	clikit.IntFlag(fs, &o.Front.MaxPerClient, "max-requests-per-client", httpfront.DefaultMaxPerClient, 1, "requests one client IP address may have in flight (more: 429)")
+	clikit.Int64Flag(fs, &o.Front.MaxBodyBytesInFlight, "max-body-in-flight", httpfront.DefaultMaxBodyBytesInFlight, 1,
+		"bytes of request bodies being read or answered, all clients together, counted as they arrive (more: 503)")
 	clikit.DurationFlag(fs, &o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, false, "time allowed to read a request's headers")
 	clikit.DurationFlag(fs, &o.ReadTimeout, "read-timeout", 5*time.Minute, false, "time allowed to read a whole request")
 	clikit.DurationFlag(fs, &o.WriteTimeout, "write-timeout", 6*time.Minute, false, "time allowed from a request's headers to the end of its answer")
@@ -433,12 +443,19 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 	err = srv.AddEndpoint(server.Endpoint{Name: "as4", Listen: o.AS4Listen, Handler: h, Scope: o.Scope,
 		RetryWindow: source.Horizon{What: "the AS4 partners", Within: o.ops.retryWindow, Figure: "--retry-window " + o.ops.RetryWindow},
 		Retention:   o.as4Retention, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout})
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, Front: o.front(o.AS4MaxBody)})
 	if err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// front is the endpoints' hardened front with the body limit maxBody.
+func (o *serveOptions) front(maxBody int64) server.Front {
+	f := o.Front
+	f.MaxBodyBytes = maxBody
+	return f
 }
 
 // requireSignature reports whether the endpoint requires a verified
