@@ -51,6 +51,7 @@ type Error struct {
 	Detail string
 }
 
+// Error says which scheme refused the signature and why.
 func (e *Error) Error() string {
 	if e.Detail == "" {
 		return fmt.Sprintf("webhooksig: %s: %v", e.Scheme, e.Reason)
