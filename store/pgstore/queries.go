@@ -13,6 +13,7 @@ import (
 // store), and the claims of the declarative effects it met, cached.
 type queries struct {
 	pgsql.Statements
+	pgsql.ReplyStatements
 	// tables expands the declarative effects' claims, cached in effects
 	// by their statements (effect.go).
 	tables  schema.Tables
@@ -30,7 +31,8 @@ type queries struct {
 
 func newQueries(t schema.Tables, periods string) queries {
 	return queries{
-		Statements:   pgsql.NewStatements(t, periods),
+		Statements:      pgsql.NewStatements(t, periods),
+		ReplyStatements: pgsql.NewReplyStatements(t),
 		tables:       t,
 		effects:      new(sync.Map),
 		payloadReads: new(sync.Map),
