@@ -33,11 +33,11 @@ func newQueries(t schema.Tables, periods string) queries {
 	return queries{
 		Statements:      pgsql.NewStatements(t, periods),
 		ReplyStatements: pgsql.NewReplyStatements(t),
-		tables:       t,
-		effects:      new(sync.Map),
-		payloadReads: new(sync.Map),
-		lastReads:    new(atomic.Pointer[lastReads]),
-		recent:       new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
-		duplicates:   new(atomic.Bool),
+		tables:          t,
+		effects:         new(sync.Map),
+		payloadReads:    new(sync.Map),
+		lastReads:       new(atomic.Pointer[lastReads]),
+		recent:          new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
+		duplicates:      new(atomic.Bool),
 	}
 }
