@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgstore"
+	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
 // env is one store under test: a migrated inbox of its own and an
@@ -80,8 +82,16 @@ func pgEnv(t *testing.T) *env[pgx.Tx] {
 
 func sqliteEnv(t *testing.T) *env[*sql.Tx] {
 	t.Helper()
-	d := sqlitetest.Open(t)
+	return sqliteEnvOn(t, sqlitetest.Open(t))
+}
+
+// sqliteEnvOn migrates d and adds the effects table.
+func sqliteEnvOn(t *testing.T, d *sqlitestore.Driver) *env[*sql.Tx] {
+	t.Helper()
 	ctx := context.Background()
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.DB().ExecContext(ctx, `CREATE TABLE effects (id INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -121,24 +131,25 @@ func (e *env[TTx]) inbox(cfg httpinbox.Config[TTx]) *httpinbox.Inbox[TTx] {
 	return in
 }
 
-// orders is the business handler of the tests: it writes one effect row
-// named by the request body (and the caller), and answers 201 with the
-// row's id, which differs on every run: a replay shows the committed
-// run's.
-func (e *env[TTx]) orders() http.Handler {
+// orders is the business handler of the tests (ordersHandler).
+func (e *env[TTx]) orders() http.Handler { return ordersHandler(e.effect) }
+
+// ordersHandler writes one effect row named by the request body (and the
+// caller), and answers 201 with the row's id, which differs on every run:
+// a replay shows the committed run's.
+func ordersHandler[TTx any](effect func(context.Context, TTx, string) (int64, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tx, ok := httpinbox.TxFromContext[TTx](r.Context())
 		if !ok {
 			http.Error(w, "no transaction", http.StatusInternalServerError)
 			return
 		}
-		var body [1 << 16]byte
-		n, _ := r.Body.Read(body[:])
-		k := string(body[:n])
+		body, _ := io.ReadAll(r.Body)
+		k := string(body)
 		if who, ok := r.Context().Value(principalKey{}).(string); ok {
 			k = who + ":" + k
 		}
-		id, err := e.effect(r.Context(), tx, k)
+		id, err := effect(r.Context(), tx, k)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
