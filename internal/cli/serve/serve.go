@@ -111,6 +111,12 @@ type serveOptions struct {
 	// ...). With --as4-trust every message needs a verified signature
 	// unless --as4-allow-unsigned.
 	AS4Security serveSecurity
+	// IngressListen is the webhook ingress's address (POST
+	// /ingest/{name}); Ingress its routes (--ingress, repeatable);
+	// IngressMaxBody the largest delivery. Default: none, none, 1 MiB.
+	IngressListen  string
+	Ingress        ingressRoutes
+	IngressMaxBody int64
 	// Front are the limits of the endpoints' hardened front
 	// (--min-body-rate, --max-requests-per-client, --max-body-in-flight);
 	// its MaxBodyBytes is --as4-max-body.
@@ -174,8 +180,10 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "" && !anyConfigured(o.sources) && len(o.listed) == 0 && o.Relay.target == "":
-		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), " + onFlags() +
+	case (o.IngressListen == "") != (len(o.Ingress) == 0):
+		return errors.New("--ingress-listen and --ingress go together (the webhook ingress's address and its routes)")
+	case o.AS4Listen == "" && o.IngressListen == "" && !anyConfigured(o.sources) && len(o.listed) == 0 && o.Relay.target == "":
+		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --ingress-listen (webhooks), " + onFlags() +
 			" (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
@@ -194,6 +202,8 @@ func (o serveOptions) validate() error {
 	case o.AS4Listen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
 		return errors.New("--effect-sql: the AS4 endpoint runs its statements per message, where new_messages does not exist: " +
 			"give statements with $N parameters (see txinbox serve -h) or run the AS4 endpoint in a serve of its own")
+	case o.IngressListen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
+		return errors.New("--effect-sql: the webhook ingress runs its statements per delivery, where new_messages does not exist: give statements with $N parameters")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	}
@@ -234,6 +244,10 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	for _, k := range o.sources {
 		k.register(fs)
 	}
+	fs.StringVar(&o.IngressListen, "ingress-listen", "", "address of the webhook ingress (POST /ingest/NAME for each --ingress route), e.g. :8081 (default: none)")
+	fs.Var(&o.Ingress, "ingress", "a webhook route (repeatable): name=NAME,key=idempotency-key|header:H|json:FIELD,"+
+		"signature=none|github|stripe|hmac:HEADER,secret-file=F|secret-env=VAR[,encoding=hex|base64][,prefix=P][,tolerance=300s]")
+	clikit.Int64Flag(fs, &o.IngressMaxBody, "ingress-max-body", 1<<20, 1, "largest webhook delivery in bytes (larger: 413)")
 	fs.StringVar(&o.Effect, "effect", string(effect.None), "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+effect.Params)
 	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and "+listKeys()+
@@ -390,6 +404,13 @@ func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions,
 			return nil, closeAll, clikit.ExitUsage, err
 		}
 		closers = append(closers, func() { h.Close() })
+	}
+	if o.IngressListen != "" {
+		closeIngress, err := addIngress(srv, o, env, driver, eff, logger)
+		if err != nil {
+			return nil, closeAll, clikit.ExitUsage, err
+		}
+		closers = append(closers, closeIngress)
 	}
 	closeSources, err := addSources(srv, o, driver, eff, env, logger)
 	if err != nil {
