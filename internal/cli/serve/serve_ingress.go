@@ -40,8 +40,8 @@ type ingressRoute struct {
 	keyText string
 	// signature is none, github, stripe or hmac (with hmacHeader).
 	signature, hmacHeader, encoding, prefix string
-	tolerance                              time.Duration
-	secretFile, secretEnv                  string
+	tolerance                               time.Duration
+	secretFile, secretEnv                   string
 }
 
 var routeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
