@@ -39,7 +39,7 @@ func (c *Command) Info() clikit.CommandInfo {
 	titles := sourceTitles()
 	return clikit.CommandInfo{Name: "serve", Summary: "run the sources (AS4, " + strings.Join(titles, ", ") + ") until SIGTERM",
 		Description: wrapText(`Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4 `+
-			`endpoint at /as4, `+joinList(titles, "and")+` consumers, an effect without Go (--effect outbox|sql), `+
+			`endpoint at /as4, webhooks at /ingest/NAME (--ingress-listen, signatures checked), `+joinList(titles, "and")+` consumers, an effect without Go (--effect outbox|sql), `+
 			`optionally the outbox relay (--relay-target), the background purger, and /healthz, /readyz and /metrics `+
 			`on --http-listen. The inbox and AS4 tables are migrated at start, and the retention is checked against `+
 			`what each source can deliver again. Settings come from the flags, then the environment, then --config FILE, `+
@@ -57,6 +57,8 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.config = defineServeFlags(fs.FlagSet, env, &c.o)
 	fs.GroupPrefix("Database", "db", "schema", "table-prefix")
 	fs.GroupPrefix("AS4 endpoint", "as4-", "scope", "read-", "write-", "idle-")
+	fs.GroupPrefix("Webhook ingress", "ingress")
+	fs.GroupPrefix("HTTP front (AS4 endpoint and ingress)", "min-body-rate", "max-requests-per-client", "max-body-in-flight")
 	for _, k := range c.o.sources {
 		fs.GroupPrefix(k.title()+" source", k.name()+"-")
 	}
