@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"slices"
 	"strings"
 	"sync"
@@ -63,7 +65,14 @@ func BenchmarkHTTPAgainstBaseline(b *testing.B) {
 		w.Write(rec.Body.Bytes()) //nolint:errcheck
 	}))
 	defer base.Close()
-	in, err := httpinbox.New(e.driver, httpinbox.Config[pgx.Tx]{})
+	cfg := httpinbox.Config[pgx.Tx]{}
+	if v, err := strconv.Atoi(os.Getenv("HTTPINBOX_BENCH_BATCH")); err == nil {
+		cfg.MaxBatchSize = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("HTTPINBOX_BENCH_CONCURRENCY")); err == nil {
+		cfg.Concurrency = v
+	}
+	in, err := httpinbox.New(e.driver, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,6 +114,8 @@ func BenchmarkHTTPAgainstBaseline(b *testing.B) {
 		if round == "warm-up" {
 			continue
 		}
+		b.ReportMetric(float64(len(bl))/openFor.Seconds(), "base-open-req/s")
+		b.ReportMetric(float64(len(ml))/openFor.Seconds(), "mw-open-req/s")
 		b.ReportMetric(pct(bl, 50), "base-p50-ms")
 		b.ReportMetric(pct(bl, 99), "base-p99-ms")
 		b.ReportMetric(pct(ml, 50), "mw-p50-ms")

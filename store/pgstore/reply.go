@@ -28,18 +28,20 @@ func (t *pgTx) TryLockKeys(ctx context.Context, keys []store.Key) ([]bool, error
 	return got, err
 }
 
-// SaveReplies implements store.ReplyKeeper: one statement for the batch.
+// SaveReplies implements store.ReplyKeeper: one statement, queued to
+// travel with the COMMIT (the processor saves replies just before it).
 func (t *pgTx) SaveReplies(ctx context.Context, rows []store.ReplyRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	keys, replies := make([]store.Key, len(rows)), make([][]byte, len(rows))
+	scopes, ids, replies := make([]string, len(rows)), make([]string, len(rows)), make([][]byte, len(rows))
 	for i, r := range rows {
-		keys[i], replies[i] = r.Key, r.Reply
+		scopes[i], ids[i], replies[i] = r.Scope, r.MessageID, r.Reply
 	}
-	scopes, ids := keyColumns(keys)
-	_, err := t.tx.Exec(ctx, t.q.SaveReplies, scopes, ids, replies)
-	return err
+	t.queueMu.Lock()
+	defer t.queueMu.Unlock()
+	t.queue = append(t.queue, queued{sql: t.q.SaveReplies, args: []any{scopes, ids, replies}})
+	return nil
 }
 
 // Replies implements store.ReplyKeeper: one statement, one array.
@@ -49,10 +51,7 @@ func (t *pgTx) Replies(ctx context.Context, keys []store.Key) ([][]byte, error) 
 	}
 	scopes, ids := keyColumns(keys)
 	var out [][]byte
-	err := t.tx.QueryRow(ctx, t.q.Replies, scopes, ids).Scan(&out)
-	if err == nil && len(out) != len(keys) {
-		err = fmt.Errorf("pgstore: %d replies for %d keys", len(out), len(keys))
-	}
+	err := t.tx.QueryRow(ctx, t.q.Replies, scopes, ids).Scan(&out) // one per key: a LEFT JOIN
 	return out, err
 }
 
