@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +37,7 @@ func BenchmarkHTTPAgainstBaseline(b *testing.B) {
 	work := func(ctx context.Context, tx pgx.Tx, w http.ResponseWriter, body string) {
 		id, err := e.effect(ctx, tx, body)
 		if err != nil {
-			http.Error(w, err.Error(), 500)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -48,14 +48,14 @@ func BenchmarkHTTPAgainstBaseline(b *testing.B) {
 		body, _ := io.ReadAll(r.Body)
 		tx, err := pool.Begin(r.Context())
 		if err != nil {
-			http.Error(w, err.Error(), 503)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		defer tx.Rollback(context.Background()) //nolint:errcheck
 		rec := httptest.NewRecorder()
 		work(r.Context(), tx, rec, string(body))
 		if err := tx.Commit(r.Context()); err != nil {
-			http.Error(w, err.Error(), 503)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		for k, v := range rec.Header() {
