@@ -47,7 +47,6 @@ func (p *Processor[TTx]) lockInFlight(ctx context.Context, tx store.Tx[TTx], ite
 	return claim, res, nil
 }
 
-// errNoReplyKeeper says that the store cannot keep replies.
 var errNoReplyKeeper = errors.New("txinbox: Config.Replies: the store's transactions do not implement store.ReplyKeeper")
 
 // saveReplies stores the replies of the messages processed by this

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/httpinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
@@ -23,7 +24,8 @@ import (
 // effects table without a unique constraint, so that a double effect
 // shows.
 type env[TTx any] struct {
-	t      *testing.T
+	t      testing.TB
+	pool   *pgxpool.Pool // pgstore's
 	driver store.Driver[TTx]
 	// effect writes one effect row for k in tx and returns its id.
 	effect func(ctx context.Context, tx TTx, k string) (int64, error)
@@ -46,7 +48,7 @@ func runCases(t *testing.T, cases []storeCase) {
 	}
 }
 
-func pgEnv(t *testing.T) *env[pgx.Tx] {
+func pgEnv(t testing.TB) *env[pgx.Tx] {
 	t.Helper()
 	schema := testdb.NewSchema(t, testdb.Require(t))
 	pool := testdb.PoolIn(t, schema, 32)
@@ -61,7 +63,7 @@ func pgEnv(t *testing.T) *env[pgx.Tx] {
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (id bigserial, k text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	return &env[pgx.Tx]{t: t, driver: d,
+	return &env[pgx.Tx]{t: t, pool: pool, driver: d,
 		effect: func(ctx context.Context, tx pgx.Tx, k string) (int64, error) {
 			var id int64
 			err := tx.QueryRow(ctx, `INSERT INTO effects (k) VALUES ($1) RETURNING id`, k).Scan(&id)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,6 +75,7 @@ func TestHTTP(t *testing.T) {
 		{"HundredConcurrentOneKey", testHundred[pgx.Tx], testHundred[*sql.Tx]},
 		{"HostileBodies", testBodies[pgx.Tx], testBodies[*sql.Tx]},
 		{"OwnPrincipalPerRequest", testPrincipals[pgx.Tx], testPrincipals[*sql.Tx]},
+		{"SlowBodyHoldsNoTransaction", testSlowBody[pgx.Tx], testSlowBody[*sql.Tx]},
 		{"KeyFromHeaderAndJSON", testOtherKeys[pgx.Tx], testOtherKeys[*sql.Tx]},
 	})
 }
@@ -389,6 +391,47 @@ func testOtherKeys[TTx any](t *testing.T, e *env[TTx]) {
 		t.Errorf("no id: %d %s", a.status, a.body)
 	}
 	if got := e.effects(); got["push"] != 1 || got[ev] != 1 {
+		t.Errorf("effects %v", got)
+	}
+}
+
+// testSlowBody: a body that trickles in holds no transaction slot: with
+// one slot, another request is answered while the slow one still sends.
+func testSlowBody[TTx any](t *testing.T, e *env[TTx]) {
+	srv := e.route(e.inbox(httpinbox.Config[TTx]{Concurrency: 1, MaxBatchSize: 1}), httpinbox.Route[TTx]{Name: "orders"}, e.orders())
+	pr, pw := io.Pipe()
+	slow := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+		req.Header.Set("Idempotency-Key", `"slow"`)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			slow <- 0
+			return
+		}
+		resp.Body.Close()
+		slow <- resp.StatusCode
+	}()
+	if _, err := pw.Write([]byte("sl")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan answer, 1)
+	go func() { done <- post(t, srv.URL, "quick", `Idempotency-Key: "quick"`) }()
+	select {
+	case a := <-done:
+		if a.status != http.StatusCreated {
+			t.Errorf("quick request: %d %s", a.status, a.body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("a request waited behind a slow body")
+	}
+	pw.Write([]byte("ow")) //nolint:errcheck
+	pw.Close()
+	if st := <-slow; st != http.StatusCreated {
+		t.Errorf("slow request: %d", st)
+	}
+	if got := e.effects(); got["slow"] != 1 || got["quick"] != 1 {
 		t.Errorf("effects %v", got)
 	}
 }

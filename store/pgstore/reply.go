@@ -9,51 +9,27 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-var (
-	_ store.ReplyKeeper    = (*pgTx)(nil)
-	_ store.InFlightLocker = (*pgTx)(nil)
-)
+var _, _ = store.ReplyKeeper((*pgTx)(nil)), store.InFlightLocker((*pgTx)(nil))
 
 // TryLockKeys implements store.InFlightLocker with transaction advisory
 // locks (pg_try_advisory_xact_lock), taken in the transaction's first
-// round trip when it is its first statement. A lock taken under a
-// savepoint that is rolled back is released with it.
+// round trip when it is its first statement.
 func (t *pgTx) TryLockKeys(ctx context.Context, keys []store.Key) ([]bool, error) {
-	scopes, ids := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		scopes[i], ids[i] = k.Scope, k.MessageID
-	}
+	scopes, ids := keyColumns(keys)
 	got := make([]bool, 0, len(keys))
-	scan := func(rs pgx.Rows) error {
-		var ok bool
-		_, err := pgx.ForEachRow(rs, []any{&ok}, func() error {
-			got = append(got, ok)
-			return nil
-		})
+	var ok bool
+	err := t.claimed(ctx, t.q.LockKeys, func(rs pgx.Rows) error {
+		_, err := pgx.ForEachRow(rs, []any{&ok}, func() error { got = append(got, ok); return nil })
 		return err
-	}
-	args := []any{scopes, ids, t.q.tables.Inbox}
-	var err error
-	if t.tx != nil {
-		var rs pgx.Rows
-		if rs, err = t.tx.Query(ctx, t.q.LockKeys, args...); err == nil {
-			err = scan(rs)
-		}
-	} else {
-		b := t.firstBatch()
-		if t.layout.partitioned {
-			b.Queue(lockPeriodShared, t.layout.periodLock)
-		}
-		b.Queue(t.q.LockKeys, args...).Query(scan)
-		err = t.sendFirst(ctx, b)
-	}
+	}, scopes, ids, t.q.tables.Inbox)
 	if err == nil && len(got) != len(keys) {
 		err = fmt.Errorf("pgstore: %d locks answered for %d keys", len(got), len(keys))
 	}
 	return got, err
 }
 
-// SaveReplies implements store.ReplyKeeper: one statement for the batch.
+// SaveReplies implements store.ReplyKeeper: one statement, queued to
+// travel with the COMMIT (the processor saves replies just before it).
 func (t *pgTx) SaveReplies(ctx context.Context, rows []store.ReplyRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
@@ -62,35 +38,27 @@ func (t *pgTx) SaveReplies(ctx context.Context, rows []store.ReplyRow) error {
 	for i, r := range rows {
 		scopes[i], ids[i], replies[i] = r.Scope, r.MessageID, r.Reply
 	}
-	_, err := t.tx.Exec(ctx, t.q.SaveReplies, scopes, ids, replies)
-	return err
+	t.queueMu.Lock()
+	defer t.queueMu.Unlock()
+	t.queue = append(t.queue, queued{sql: t.q.SaveReplies, args: []any{scopes, ids, replies}})
+	return nil
 }
 
-// Replies implements store.ReplyKeeper.
+// Replies implements store.ReplyKeeper: one statement, one array.
 func (t *pgTx) Replies(ctx context.Context, keys []store.Key) ([][]byte, error) {
 	if err := t.begin(ctx); err != nil {
 		return nil, err
 	}
-	scopes, ids := make([]string, len(keys)), make([]string, len(keys))
+	scopes, ids := keyColumns(keys)
+	var out [][]byte
+	err := t.tx.QueryRow(ctx, t.q.Replies, scopes, ids).Scan(&out) // one per key: a LEFT JOIN
+	return out, err
+}
+
+func keyColumns(keys []store.Key) (scopes, ids []string) {
+	scopes, ids = make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		scopes[i], ids[i] = k.Scope, k.MessageID
 	}
-	out := make([][]byte, len(keys))
-	rs, err := t.tx.Query(ctx, t.q.Replies, scopes, ids)
-	if err != nil {
-		return nil, err
-	}
-	var ord int
-	var reply []byte
-	_, err = pgx.ForEachRow(rs, []any{&ord, &reply}, func() error {
-		if ord < 1 || ord > len(out) {
-			return fmt.Errorf("pgstore: replies returned ordinal %d for %d keys", ord, len(out))
-		}
-		out[ord-1] = append([]byte(nil), reply...)
-		if reply == nil {
-			out[ord-1] = nil
-		}
-		return nil
-	})
-	return out, err
+	return scopes, ids
 }

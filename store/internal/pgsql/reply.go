@@ -15,8 +15,8 @@ type ReplyStatements struct {
 	// SaveReplies sets the reply ($3, bytea[]) of the inbox rows of keys
 	// ($1, $2) that the transaction claimed.
 	SaveReplies string
-	// Replies returns, for each key ($1, $2) by its ordinal, the reply of
-	// its inbox row (NULL when none).
+	// Replies returns one array: the reply of each key's ($1, $2) inbox
+	// row, in the keys' order (NULL when none).
 	Replies string
 }
 
@@ -29,8 +29,8 @@ ORDER BY k.ord`,
 		SaveReplies: t.Expand(`UPDATE {inbox} AS i SET reply = r.reply
 FROM unnest($1::text[], $2::text[], $3::bytea[]) AS r(scope, message_id, reply)
 WHERE i.scope = r.scope AND i.message_id = r.message_id`),
-		Replies: t.Expand(`SELECT k.ord, i.reply
+		Replies: t.Expand(`SELECT array_agg(i.reply ORDER BY k.ord)
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(scope, message_id, ord)
-JOIN {inbox} AS i ON i.scope = k.scope AND i.message_id = k.message_id`),
+LEFT JOIN {inbox} AS i ON i.scope = k.scope AND i.message_id = k.message_id`),
 	}
 }
