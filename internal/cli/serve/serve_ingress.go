@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/txinbox/txinbox/httpinbox"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/internal/httpfront"
+	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/webhooksig"
@@ -165,18 +165,19 @@ func (r ingressRoute) verifier(getenv func(string) string) (webhooksig.Verifier,
 	return webhooksig.HMAC{Secret: secret, Header: r.hmacHeader, Encoding: webhooksig.Encoding(r.encoding), Prefix: r.prefix}, nil
 }
 
-// ingressMetrics are the ingress's counters.
+// ingressMetrics are the ingress's counters: its signature refusals,
+// and what httpinbox made of the deliveries that passed
+// (txinbox_http_requests_total, metrics/prom's).
 type ingressMetrics struct {
 	refused  *prometheus.CounterVec // signature refusals by route and reason
-	requests *prometheus.CounterVec // requests through the inbox by route and outcome
+	requests *prom.HTTPMetrics
 }
 
 func newIngressMetrics(reg *prometheus.Registry) (*ingressMetrics, error) {
 	m := &ingressMetrics{
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txinbox_ingress_signature_refused_total",
 			Help: "Webhook deliveries refused for their signature (401, nothing stored), by route and reason."}, []string{"route", "reason"}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txinbox_ingress_requests_total",
-			Help: "Webhook deliveries through the inbox, by route and outcome (processed, replayed, conflict, mismatch, ...)."}, []string{"route", "outcome"}),
+		requests: prom.NewHTTP(prom.Options{}),
 	}
 	for _, c := range []prometheus.Collector{m.refused, m.requests} {
 		if err := reg.Register(c); err != nil {
@@ -218,11 +219,6 @@ func (m *ingressMetrics) signed(route string, v webhooksig.Verifier, next http.H
 	})
 }
 
-// OnHTTPEvent counts a request's outcome at the inbox.
-func (m *ingressMetrics) OnHTTPEvent(_ context.Context, ev httpinbox.Event) {
-	m.requests.WithLabelValues(ev.Route, ev.Kind.String()).Inc()
-}
-
 // addIngress builds the ingress's inbox and routes and adds its endpoint
 // to srv; the returned func closes the inbox once the server stopped.
 func addIngress[TTx any](srv *server.Server, o *serveOptions, env *clikit.Env, driver store.Driver[TTx], eff *effect.Effect[TTx],
@@ -231,7 +227,7 @@ func addIngress[TTx any](srv *server.Server, o *serveOptions, env *clikit.Env, d
 	if err != nil {
 		return nil, err
 	}
-	in, err := httpinbox.New(driver, httpinbox.Config[TTx]{Scope: IngressScope, Hooks: srv.RequestHooks(), Observers: []httpinbox.Observer{m}, Logger: logger})
+	in, err := httpinbox.New(driver, httpinbox.Config[TTx]{Scope: IngressScope, Hooks: srv.RequestHooks(), Observers: []httpinbox.Observer{m.requests}, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

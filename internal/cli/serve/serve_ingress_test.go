@@ -160,7 +160,7 @@ func TestIngress(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{`txinbox_ingress_signature_refused_total{reason="mismatch",route="github"} 1`,
 		`txinbox_ingress_signature_refused_total{reason="missing",route="github"} 1`, `txinbox_ingress_signature_refused_total{reason="expired",route="stripe"} 1`,
-		`txinbox_ingress_requests_total{outcome="replayed",route="github"} 1`} {
+		`txinbox_http_requests_total{event="replayed",route="github",status="200"} 1`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
