@@ -235,7 +235,7 @@ func (r *repeat) result(retryAfter time.Duration) Result {
 		if r.drifted() {
 			return Result{Outcome: Drift}
 		}
-		return Result{Outcome: Duplicate}
+		return Result{Outcome: Duplicate, Reply: r.of.reply()}
 	case DeadLettered:
 		if r.drifted() { // against the dead letter found by the claim
 			return Result{Outcome: Drift, Err: r.of.res.Err}
@@ -301,11 +301,14 @@ func (p *Processor[TTx]) callHandler(ctx context.Context, tx TTx, msgs []*Messag
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
+	for _, m := range msgs {
+		m.Reply = nil // only the run that commits leaves one
+	}
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(ctx, tx, msgs)
 	}
 	for _, m := range msgs {
-		if err := p.cfg.Handler(ctx, tx, m); err != nil {
+		if err := p.cfg.Handler(handlerContext(ctx, m), tx, m); err != nil {
 			return err
 		}
 	}

@@ -90,6 +90,21 @@ type Config[TTx any] struct {
 	Logger *slog.Logger
 	// Now returns the current time. Defaults to time.Now; tests set it.
 	Now func() time.Time
+	// Replies makes the processor keep each committed message's
+	// Message.Reply in its inbox row (same transaction) and return it in
+	// Result.Reply of later duplicates: one statement more per batch that
+	// has replies, and one per batch that has duplicates. The store's
+	// transactions must implement store.ReplyKeeper. Defaults to false.
+	Replies bool
+	// FailFastInFlight makes a delivery of an id that another transaction
+	// holds uncommitted end at once as InFlight, instead of waiting in the
+	// claim for that transaction to end; the rest of its batch goes on.
+	// It costs one statement per batch. Stores whose transactions do not
+	// implement store.InFlightLocker wait as before (SQLite has one writer
+	// at a time: a second transaction waits for the database, not for a
+	// row). Both deliveries must come through processors with this set:
+	// one without it still waits. Defaults to false.
+	FailFastInFlight bool
 }
 
 // MaxBatchSizeLimit is the largest MaxBatchSize accepted.

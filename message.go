@@ -1,6 +1,7 @@
 package txinbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"time"
 )
@@ -37,6 +38,23 @@ type Message struct {
 	// handler. A duplicate of a committed message is still a Duplicate.
 	// Not stored. Defaults to nil: the handler runs.
 	Refusal error
+	// Fingerprint, when it holds 32 bytes, is stored and compared (drift)
+	// in place of the SHA-256 of Payload: a transport whose identity of a
+	// request is more than its body (an HTTP request's method, path and
+	// chosen headers: package httpinbox). Defaults to nil: the payload's
+	// SHA-256.
+	Fingerprint []byte
+	// Reply is what the handler leaves for later duplicates: with
+	// Config.Replies, the processor stores it in the message's inbox row in
+	// the handler's transaction, and a later delivery of the same (scope,
+	// id) gets it back in Result.Reply. The processor clears it before each
+	// run of the handler, so only the run that commits leaves it. Not
+	// compared, not part of the payload hash.
+	Reply []byte
+
+	// ctx is the context Submit was called with, whose values the
+	// handler sees (handlerContext).
+	ctx context.Context
 }
 
 // Header is one transport header. Keys may repeat.
@@ -55,7 +73,12 @@ func (m *Message) Header(key string) string {
 	return ""
 }
 
-// PayloadHash returns the SHA-256 of the payload, as stored in the inbox.
+// PayloadHash returns the hash stored in the inbox and compared on
+// redelivery: the Fingerprint when it holds 32 bytes, else the SHA-256 of
+// the payload.
 func (m *Message) PayloadHash() [32]byte {
+	if len(m.Fingerprint) == sha256.Size {
+		return [32]byte(m.Fingerprint)
+	}
 	return sha256.Sum256(m.Payload)
 }

@@ -26,22 +26,31 @@ const (
 	// permanently, or cannot be processed at all (no id). It is stored in
 	// the dead-letter table with its last error.
 	DeadLettered
+	// InFlight: another transaction holds the same (scope, id) uncommitted
+	// right now (a second delivery while the first is still being
+	// processed). Only with Config.FailFastInFlight and a store whose
+	// transactions implement store.InFlightLocker: the message is not
+	// claimed, its handler does not run, no attempt is counted, and the
+	// rest of its batch is processed as usual. Do not ack: redeliver later
+	// (after Result.RetryAfter); by then the first delivery has committed
+	// (a Duplicate) or rolled back (run again).
+	InFlight
 )
 
-var outcomeNames = [...]string{"", "processed", "duplicate", "drift", "retry", "dead_lettered"}
+var outcomeNames = [...]string{"", "processed", "duplicate", "drift", "retry", "dead_lettered", "in_flight"}
 
 // String returns the outcome's lower-case name, as used in metrics.
 func (o Outcome) String() string {
-	if o < Processed || o > DeadLettered {
+	if o < Processed || o > InFlight {
 		return fmt.Sprintf("outcome(%d)", int(o))
 	}
 	return outcomeNames[o]
 }
 
 // Ack reports whether the source may acknowledge the message: true for
-// every outcome but Retry. Every acked message is committed somewhere: in
+// every outcome but Retry and InFlight. Every acked message is committed somewhere: in
 // the inbox, the drift table or the dead-letter table.
-func (o Outcome) Ack() bool { return o != Retry && o != 0 }
+func (o Outcome) Ack() bool { return o != Retry && o != InFlight && o != 0 }
 
 // Result is the outcome of one message, aligned with the messages given to
 // Process.
@@ -56,4 +65,8 @@ type Result struct {
 	// Err is the handler's error for Retry and DeadLettered, or the reason a
 	// message could not be processed.
 	Err error
+	// Reply is, for a Duplicate under Config.Replies, the Message.Reply
+	// that the handler of the delivery that committed left: stored in its
+	// inbox row, in its transaction. Nil when that handler left none.
+	Reply []byte
 }

@@ -27,8 +27,19 @@ type submitReply struct {
 // If ctx is done while the batch is in flight, Submit returns ctx.Err() and
 // the message may or may not have committed: do not ack it; a redelivery
 // will tell.
+//
+// The handler of msg (Config.Handler) gets a context with ctx's values,
+// whichever messages share its batch: the caller's identity, its trace
+// span. Not ctx's deadline or cancellation: the handler runs in a
+// transaction shared with other callers' messages, which one of them must
+// not cut; its context is never cancelled by its caller (the batch
+// finishes, while Submit returns ctx.Err() at once). A BatchHandler gets a
+// context with no caller's values (its messages have several callers).
+// Submit keeps ctx in msg until the batch ends: do not submit one Message
+// twice at once.
 func (p *Processor[TTx]) Submit(ctx context.Context, msg *Message) (Result, error) {
 	p.batcherOnce.Do(p.startBatcher)
+	msg.ctx = ctx
 	req := &submitRequest{ctx: ctx, msg: msg, done: make(chan submitReply, 1)}
 	select {
 	case p.reqs <- req:
@@ -137,9 +148,39 @@ func (p *Processor[TTx]) flush(reqs []*submitRequest) {
 		msgs[i] = r.msg
 	}
 	// The batch runs to its end even if callers give up: it must commit or
-	// roll back as a whole, never be cut between commit and reply.
-	results, err := p.Process(context.WithoutCancel(live[0].ctx), msgs)
+	// roll back as a whole, never be cut between commit and reply. Its
+	// context carries no caller's values (they were the first caller's for
+	// every message: another request's identity); each handler sees its
+	// own caller's (handlerContext).
+	results, err := p.Process(context.Background(), msgs)
+	for _, r := range reqs {
+		r.msg.ctx = nil
+	}
 	for i, r := range live {
 		r.done <- submitReply{res: results[i], err: err}
 	}
+}
+
+// handlerContext is the context a handler of m runs with: ctx's deadline,
+// cancellation and values, under the values of the context m was
+// submitted with (Submit), which come first.
+func handlerContext(ctx context.Context, m *Message) context.Context {
+	if m.ctx == nil {
+		return ctx
+	}
+	return &valuesContext{Context: ctx, values: m.ctx}
+}
+
+// valuesContext is a context whose values are looked up in values first.
+type valuesContext struct {
+	context.Context
+	values context.Context
+}
+
+// Value returns values' value for key, or else the batch context's.
+func (c *valuesContext) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
 }

@@ -26,7 +26,7 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	// repeats inside the batch would need done in Go; and it commits
 	// nothing when it could not answer for every key: then the batch runs
 	// in a transaction.
-	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() &&
+	if ec, ok := p.driver.(store.EffectCommitter); ok && p.cfg.Effect != nil && len(b.noID) == 0 && !b.refused() && !p.cfg.FailFastInFlight &&
 		(b.cp == nil || len(b.repeats) == 0) {
 		if err := p.runCommitted(ctx, ec, b, info); !errors.Is(err, store.ErrUnanswered) {
 			return err
@@ -55,6 +55,9 @@ func (p *Processor[TTx]) runBatch(ctx context.Context, b *batch, info *BatchInfo
 	}
 	info.New = len(fresh)
 	if err := p.recordDrift(ctx, tx, drift); err != nil {
+		return err
+	}
+	if err := p.readReplies(ctx, tx, b.items); err != nil {
 		return err
 	}
 	handlerStart := time.Now()
@@ -235,6 +238,9 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx store.Tx[TTx], b *batch,
 		}
 	}
 	if claims[0].Status != store.ClaimNew {
+		if err := p.readReplies(ctx, tx, []*item{it}); err != nil {
+			return false, err
+		}
 		return false, tx.ReleaseSavepoint(ctx)
 	}
 	return p.runHandlerOne(ctx, tx, b, it)
@@ -301,14 +307,30 @@ var errNoEffectClaimer = errors.New("txinbox: Config.Effect: the store's transac
 // claim claims the items' keys; with Config.Effect, in the statement that
 // also runs the effect over the keys it inserts.
 func (p *Processor[TTx]) claim(ctx context.Context, tx store.Tx[TTx], b *batch, items []*item) ([]store.ClaimResult, error) {
+	claim, res, err := p.lockInFlight(ctx, tx, items)
+	if err != nil || len(claim) == 0 {
+		return res, err
+	}
+	var got []store.ClaimResult
 	if p.cfg.Effect == nil {
-		return tx.Claim(ctx, b.claimRowsOf(items))
-	}
-	ec, ok := tx.(store.EffectClaimer)
-	if !ok {
+		got, err = tx.Claim(ctx, b.claimRowsOf(claim))
+	} else if ec, ok := tx.(store.EffectClaimer); !ok {
 		return nil, errNoEffectClaimer
+	} else {
+		got, err = ec.ClaimWithEffect(ctx, b.effectRowsOf(claim), p.cfg.Effect.Statements)
 	}
-	return ec.ClaimWithEffect(ctx, b.effectRowsOf(items), p.cfg.Effect.Statements)
+	if err != nil || res == nil {
+		return got, err
+	}
+	// Spread the claimed keys' results among the keys in flight.
+	j := 0
+	for i := range res {
+		if res[i].Status != claimInFlight {
+			res[i] = got[j]
+			j++
+		}
+	}
+	return res, nil
 }
 
 // claimRowsOf are the claim rows of items, b's own when items are all of
@@ -415,6 +437,9 @@ var errDeadLetteredEarlier = errors.New("txinbox: message was dead-lettered earl
 // returns a drift row when the stored payload hash differs.
 func (p *Processor[TTx]) classify(it *item, c store.ClaimResult) (store.DriftRow, bool) {
 	switch c.Status {
+	case claimInFlight:
+		it.res = Result{Outcome: InFlight, RetryAfter: p.cfg.Backoff(1)}
+		return store.DriftRow{}, false
 	case store.ClaimDeadLettered:
 		// Another payload than the dead letter's is recorded as drift
 		// against the dead letter's hash; the same one is a plain repeat.
@@ -472,6 +497,9 @@ func (p *Processor[TTx]) commit(ctx context.Context, tx store.Tx[TTx], b *batch)
 		if err := tx.DeadLetter(ctx, dls); err != nil {
 			return err
 		}
+	}
+	if err := p.saveReplies(ctx, tx, b); err != nil {
+		return err
 	}
 	if pos, ok := b.checkpoint(); ok {
 		if err := tx.SaveCheckpoint(ctx, p.storeCheckpoint(b, pos)); err != nil {

@@ -68,6 +68,9 @@ func validate(m *Message) *InvalidMessageError {
 			return &InvalidMessageError{Field: f.name, Problem: p}
 		}
 	}
+	if n := len(m.Fingerprint); n != 0 && n != sha256.Size {
+		return &InvalidMessageError{Field: "Fingerprint", Problem: fmt.Sprintf("holds %d bytes, not 32", n)}
+	}
 	if n := len(m.Scope) + len(m.ID); n > MaxKeyBytes {
 		return &InvalidMessageError{Field: "ID", Problem: fmt.Sprintf("and Scope hold %d bytes, more than MaxKeyBytes (%d)", n, MaxKeyBytes)}
 	}

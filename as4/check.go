@@ -19,10 +19,23 @@ const NamespaceWSSE = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-w
 // Domibus; ebMS 3.0 sets no limit).
 const MaxMessageIDLength = 255
 
-// checkMustUnderstand refuses header blocks that must be understood but
-// are not: wsse:Security unless acceptUnverified, and any other block but
-// eb:Messaging.
-func checkMustUnderstand(env *envelope, acceptUnverified bool) *failure {
+// securityPolicy is what the endpoint did with a request's wsse:Security
+// header before reading it, for checkMustUnderstand's answer.
+type securityPolicy struct {
+	// accept: the header is processed (a signature verified, a message
+	// decrypted) or accepted unverified (AcceptUnverifiedSecurity).
+	accept bool
+	// verifier: a Security.Verifier is configured.
+	verifier bool
+	// unread is why the verifier could not read the envelope; "" if it
+	// did.
+	unread string
+}
+
+// checkMustUnderstand refuses header blocks targeted at this node that
+// must be understood but are not: wsse:Security unless the policy accepts
+// it, and any other block but eb:Messaging.
+func checkMustUnderstand(env *envelope, sec securityPolicy) *failure {
 	var not []notUnderstood
 	security := false
 	for _, b := range env.blocks {
@@ -30,7 +43,7 @@ func checkMustUnderstand(env *envelope, acceptUnverified bool) *failure {
 			continue
 		}
 		isSecurity := b.name.Space == NamespaceWSSE && b.name.Local == "Security"
-		if isSecurity && acceptUnverified {
+		if isSecurity && sec.accept {
 			continue
 		}
 		security = security || isSecurity
@@ -43,10 +56,23 @@ func checkMustUnderstand(env *envelope, acceptUnverified bool) *failure {
 		Detail: fmt.Sprintf("header block {%s}%s must be understood but is not processed by this endpoint", not[0].space, not[0].local)}
 	if security {
 		f.Code = PolicyNoncompliance
-		f.Detail = "wsse:Security must be understood, but this endpoint does not verify signatures or decrypt; " +
-			"it accepts such messages only when configured to (AcceptUnverifiedSecurity) because TLS or a gateway verifies them"
+		f.Detail = sec.refusal()
 	}
 	return f
+}
+
+// refusal says why a wsse:Security header marked mustUnderstand was not
+// understood.
+func (sec securityPolicy) refusal() string {
+	switch {
+	case sec.unread != "":
+		return "wsse:Security must be understood, but the envelope could not be read to verify it: " + sec.unread
+	case sec.verifier:
+		return "wsse:Security must be understood, but the one addressed to this endpoint holds neither a ds:Signature nor encrypted data, " +
+			"the only parts this endpoint processes (a wsse:UsernameToken or a lone wsu:Timestamp is not)"
+	}
+	return "wsse:Security must be understood, but this endpoint does not verify signatures or decrypt (no trust store is configured); " +
+		"it accepts such messages only when configured to (AcceptUnverifiedSecurity) because TLS or a gateway verifies them"
 }
 
 // checkHeader checks what ebms.Parse leaves open: the Timestamp's syntax
@@ -111,7 +137,7 @@ func resolveParts(u *UserMessage, env *envelope, mimeParts []*wire.Part, lim lim
 		if f != nil {
 			return nil, f
 		}
-		if f := decompress(&p, &budget, lim.decompressed); f != nil {
+		if f := decompress(&p, &budget, lim.decompressed, lim.reserve); f != nil {
 			return nil, f
 		}
 		if seen[target] {

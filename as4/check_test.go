@@ -47,7 +47,7 @@ func TestFingerprintIgnoresTransportNoise(t *testing.T) {
 	}
 	fp := func(body []byte, boundary string) string {
 		t.Helper()
-		r, err := readRequest(body, "multipart/related; boundary="+boundary, defaultLimits, false)
+		r, err := readRequest(body, "multipart/related; boundary="+boundary, defaultLimits, securityPolicy{})
 		if err != nil {
 			t.Fatal(err)
 		}

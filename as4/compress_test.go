@@ -144,3 +144,34 @@ func TestGzipBombRefused(t *testing.T) {
 		t.Errorf("%d MiB allocated for a %d MiB request and a %d MiB limit", alloc>>20, wire>>20, limit>>20)
 	}
 }
+
+// TestDecompressedInFlightBounded: a message whose payloads decompress
+// to more than MaxDecompressedInFlight (but within MaxDecompressedBytes)
+// gets 503 with Retry-After and is not stored; one within it is stored,
+// and the next one too (each request's bytes are released).
+func TestDecompressedInFlightBounded(t *testing.T) {
+	t.Parallel()
+	e := newSQLite(t, options{maxDecompressed: 8 << 20, maxDecompressedInFlight: 2 << 20})
+	gz := func(n int) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(make([]byte, n))
+		zw.Close()
+		return b.Bytes()
+	}
+	big := userMessage{id: newID(), from: "sender", payloads: [][]byte{gz(3 << 20)}, partProperties: gzipProps}
+	body, ct := big.mime(false)
+	r := post(t, e.url, ct, body)
+	wantError(t, r, http.StatusServiceUnavailable, as4.Other)
+	if r.retryAfter == "" {
+		t.Error("no Retry-After")
+	}
+	for range 2 {
+		small := userMessage{id: newID(), from: "sender", payloads: [][]byte{gz(1536 << 10)}, partProperties: gzipProps}
+		body, ct = small.mime(false)
+		wantReceipt(t, post(t, e.url, ct, body), small.id)
+	}
+	if n := e.count(t, "SELECT count(*) FROM txinbox_as4_messages"); n != 2 {
+		t.Errorf("%d stored messages, want 2", n)
+	}
+}

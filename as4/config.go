@@ -52,6 +52,13 @@ type Config[TTx any] struct {
 	// decompression; a larger one is refused with EBMS:0303 as soon as
 	// decompression passes the limit. Default DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int64
+	// MaxDecompressedInFlight bounds the decompressed payloads of all the
+	// requests being answered at once. A payload's size is found without
+	// keeping its bytes, so a gzip bomb costs no memory; a request whose
+	// payloads would pass this bound is answered 503 with Retry-After
+	// (EBMS:0004) and nothing is stored. Default twice
+	// MaxDecompressedBytes.
+	MaxDecompressedInFlight int64
 	// Agreements are the P-Modes of the partner agreements (see
 	// Agreement and LoadAgreements). Empty: every well-formed message is
 	// accepted, its MessageId scoped by the sender.
@@ -92,6 +99,9 @@ func (c Config[TTx]) withDefaults() Config[TTx] {
 	if c.MaxDecompressedBytes == 0 {
 		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
+	if c.MaxDecompressedInFlight == 0 {
+		c.MaxDecompressedInFlight = 2 * c.MaxDecompressedBytes
+	}
 	if c.NewMessageID == nil {
 		c.NewMessageID = newMessageID
 	}
@@ -125,6 +135,8 @@ func (c Config[TTx]) validate() error {
 		return configError("MaxConcurrentRequests", "must not be negative")
 	case c.MaxDecompressedBytes < 0:
 		return configError("MaxDecompressedBytes", "must not be negative")
+	case c.MaxDecompressedInFlight < 0:
+		return configError("MaxDecompressedInFlight", "must not be negative")
 	}
 	for _, a := range c.Agreements {
 		if (a.RequireSignature || a.RequireEncryption) && c.Security.Verifier == nil {

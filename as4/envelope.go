@@ -31,11 +31,23 @@ type envelope struct {
 
 // headerBlock is one child of the SOAP Header.
 type headerBlock struct {
-	name           xml.Name
+	name xml.Name
+	// mustUnderstand is true when the block is targeted at this node and
+	// marked mustUnderstand.
 	mustUnderstand bool
 }
 
-const roleNone = "http://www.w3.org/2003/05/soap-envelope/role/none"
+// ourRoles are the SOAP roles (SOAP 1.2 role, SOAP 1.1 actor) this node
+// plays as the ultimate receiver: a block without one, or addressed to
+// next or ultimateReceiver. A block addressed to any other role (none
+// included) is not targeted at this node, and SOAP 1.2 Part 1 §5.2.3
+// says such a block is ignored, mustUnderstand or not.
+var ourRoles = map[string]bool{
+	"": true,
+	"http://www.w3.org/2003/05/soap-envelope/role/ultimateReceiver": true,
+	"http://www.w3.org/2003/05/soap-envelope/role/next":             true,
+	"http://schemas.xmlsoap.org/soap/actor/next":                    true,
+}
 
 var errCharset = errors.New("unsupported character encoding")
 
@@ -102,11 +114,12 @@ func (env *envelope) readHeader(d *xml.Decoder) error {
 		if err != nil || el == nil {
 			return err
 		}
-		env.blocks = append(env.blocks, headerBlock{name: el.Name, mustUnderstand: env.mustUnderstand(el.Attr)})
+		targeted := env.targeted(el.Attr)
+		env.blocks = append(env.blocks, headerBlock{name: el.Name, mustUnderstand: targeted && env.mustUnderstand(el.Attr)})
 		switch {
 		case el.Name.Space == ebms.NamespaceEbMS && el.Name.Local == "Messaging":
 			err = env.readMessaging(d)
-		case el.Name.Space == NamespaceWSSE && el.Name.Local == "Security" && env.signatureRefs == nil:
+		case el.Name.Space == NamespaceWSSE && el.Name.Local == "Security" && targeted && env.signatureRefs == nil:
 			env.signatureRefs, err = signatureReferences(d)
 		default:
 			err = d.Skip()
@@ -135,22 +148,32 @@ func (env *envelope) readMessaging(d *xml.Decoder) error {
 	}
 }
 
-// mustUnderstand reports whether a header block must be understood by this
-// node. The attribute's name is compared ignoring case: phase4's samples
-// carry S12:mustUnderStand, and a sender that meant it must not have its
+// targeted reports whether a header block is addressed to this node: its
+// SOAP 1.2 role or SOAP 1.1 actor is one of ourRoles.
+func (env *envelope) targeted(attrs []xml.Attr) bool {
+	name := "role"
+	if env.soap == ebms.NamespaceSOAP11 {
+		name = "actor"
+	}
+	for _, a := range attrs {
+		if a.Name.Space == env.soap && a.Name.Local == name {
+			return ourRoles[strings.TrimSpace(a.Value)]
+		}
+	}
+	return true
+}
+
+// mustUnderstand reports whether a header block is marked mustUnderstand
+// (whether it is targeted at this node is targeted's question). The
+// attribute's name is compared ignoring case: phase4's samples carry
+// S12:mustUnderStand, and a sender that meant it must not have its
 // security header silently ignored.
 func (env *envelope) mustUnderstand(attrs []xml.Attr) bool {
 	must := false
 	for _, a := range attrs {
-		if a.Name.Space != env.soap {
-			continue
-		}
-		switch {
-		case strings.EqualFold(a.Name.Local, "mustUnderstand"):
+		if a.Name.Space == env.soap && strings.EqualFold(a.Name.Local, "mustUnderstand") {
 			v := strings.TrimSpace(a.Value)
 			must = v == "1" || v == "true"
-		case a.Name.Local == "role" && strings.TrimSpace(a.Value) == roleNone:
-			return false
 		}
 	}
 	return must

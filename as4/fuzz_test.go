@@ -25,7 +25,7 @@ func FuzzReadRequest(f *testing.F) {
 	f.Add(doc, "application/soap+xml")
 	f.Add([]byte(strings.Replace(string(doc), "S12:mustUnderstand=\"false\"", "", 1)), "")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
-		r, err := readRequest(body, contentType, limits{depth: 32, elements: 2000, decompressed: 1 << 20}, false)
+		r, err := readRequest(body, contentType, limits{depth: 32, elements: 2000, decompressed: 1 << 20}, securityPolicy{})
 		if err == nil {
 			fp := fingerprint(&r.user, r.parts)
 			rc := receiptEnvelope(soapOf(r.msg.SOAPVersion), "id@x", timeZero, &r.user, nil)

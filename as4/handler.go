@@ -13,6 +13,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4/internal/wire"
+	"github.com/txinbox/txinbox/internal/httpfront"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -27,6 +28,9 @@ type Handler[TTx any] struct {
 	pending sync.Map // *txinbox.Message → *Received
 	// slots holds one token per request being answered.
 	slots chan struct{}
+	// decompressed holds the decompressed payloads of the requests being
+	// answered (Config.MaxDecompressedInFlight).
+	decompressed *inFlight
 }
 
 // New returns a Handler that deduplicates through driver's inbox and
@@ -36,7 +40,8 @@ func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Handler[TTx], err
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
+	h := &Handler[TTx]{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrentRequests),
+		decompressed: &inFlight{max: cfg.MaxDecompressedInFlight}}
 	inbox := cfg.Inbox
 	inbox.Handler = h.save
 	p, err := txinbox.NewProcessor(driver, inbox)
@@ -92,7 +97,12 @@ func (h *Handler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, guessSOAP(body), f)
 		return
 	}
-	req, err := readRequest(plain, contentType, h.limits(), h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted)
+	policy := securityPolicy{accept: h.cfg.AcceptUnverifiedSecurity || sec.Signed || sec.Encrypted,
+		verifier: h.cfg.Security.Verifier != nil, unread: sec.unread}
+	lim := h.limits()
+	lim.reserve = h.decompressed.reservation()
+	defer lim.reserve.release()
+	req, err := readRequest(plain, contentType, lim, policy)
 	var sig *signalRequest
 	switch {
 	case errors.As(err, &sig):
@@ -117,13 +127,33 @@ func (h *Handler[TTx]) limits() limits {
 	return limits{depth: h.cfg.MaxDepth, elements: h.cfg.MaxElements, decompressed: h.cfg.MaxDecompressedBytes}
 }
 
-// readBody reads the request body up to Config.MaxBodyBytes.
+// Refuse answers a request that the HTTP front in front of the handler
+// (package server's endpoints) refused before the handler ran: too many
+// requests of the client, a body too slow or too large, too many bodies
+// in flight. The answer is an ebMS error (EBMS:0004) with the front's
+// status, as the endpoint's own refusals are.
+func (h *Handler[TTx]) Refuse(w http.ResponseWriter, _ *http.Request, status int, detail string) {
+	f := receiverFailure(status, detail, nil)
+	if status < 500 {
+		f = &failure{Code: Other, Status: status, Detail: detail, fault: faultSender}
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		f.retryAfter = 1
+	}
+	h.fail(w, soap12, f)
+}
+
+// readBody reads the request body up to Config.MaxBodyBytes; a body the
+// HTTP front read already is taken as it is.
 func (h *Handler[TTx]) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
 	limit := h.cfg.MaxBodyBytes
 	tooLarge := &failure{Code: Other, Status: http.StatusRequestEntityTooLarge, fault: faultSender,
 		Detail: fmt.Sprintf("the message is larger than the endpoint's limit of %d bytes", limit)}
 	if r.ContentLength > limit {
 		return nil, tooLarge
+	}
+	if body, ok := httpfront.Body(r); ok {
+		return body, nil
 	}
 	// A body of known length is read into one buffer of that size.
 	var buf bytes.Buffer

@@ -50,7 +50,9 @@ type options struct {
 	maxConcurrent int
 	// maxDecompressed is MaxDecompressedBytes (0: the default).
 	maxDecompressed int64
-	agreements      []as4.Agreement
+	// maxDecompressedInFlight is MaxDecompressedInFlight (0: the default).
+	maxDecompressedInFlight int64
+	agreements              []as4.Agreement
 	// security is the endpoint's WS-Security configuration.
 	security as4.SecurityConfig
 	// logger is the endpoint's logger (nil: none).
@@ -110,7 +112,7 @@ func newPG(t testing.TB, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := pool.Exec(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[pgx.Tx]{Store: st, Deliver: deliver[pgx.Tx](e, o),
-		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: cmp.Or(o.logger, quiet), Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, MaxDecompressedInFlight: o.maxDecompressedInFlight, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: cmp.Or(o.logger, quiet), Inbox: txinbox.Config[pgx.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e
@@ -138,7 +140,7 @@ func newSQLite(t *testing.T, o options) *endpoint {
 		exec: func(t *testing.T, q string, args ...any) { _, err := db.ExecContext(ctx, q, args...); must(t, err) },
 	}
 	h, err := as4.New(driver, as4.Config[*sql.Tx]{Store: st, Deliver: deliver[*sql.Tx](e, o),
-		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: cmp.Or(o.logger, quiet), Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
+		MaxBodyBytes: o.maxBody, MaxConcurrentRequests: o.maxConcurrent, MaxDecompressedBytes: o.maxDecompressed, MaxDecompressedInFlight: o.maxDecompressedInFlight, Agreements: o.agreements, AcceptUnverifiedSecurity: o.acceptUnverified, Security: o.security, Logger: cmp.Or(o.logger, quiet), Inbox: txinbox.Config[*sql.Tx]{MaxAttempts: o.maxAttempts, Logger: quiet}})
 	must(t, err)
 	serve(t, e, h)
 	return e

@@ -32,6 +32,9 @@ const maxDepth = 256
 type limits struct {
 	depth, elements int
 	decompressed    int64
+	// reserve is the request's share of Config.MaxDecompressedInFlight;
+	// nil: unbounded.
+	reserve *reservation
 }
 
 // prescan checks the SOAP envelope against the depth and element limits

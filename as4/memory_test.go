@@ -2,6 +2,7 @@ package as4
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"runtime"
 	"strings"
@@ -75,7 +76,7 @@ func TestRequestMemoryBounded(t *testing.T) {
 	}{{"nest", true, 0.01}, {"partinfo", true, 0.01}, {"body", false, 4}, {"mime", false, 4}} {
 		body, ct := hostileEnvelope(tt.kind, size)
 		var err error
-		alloc := allocatedBy(func() { _, err = readRequest(body, ct, defaultLimits, false) })
+		alloc := allocatedBy(func() { _, err = readRequest(body, ct, defaultLimits, securityPolicy{}) })
 		per := float64(alloc) / float64(len(body))
 		t.Logf("%-8s %9d bytes: %10d bytes allocated, %.2f per byte of request (err: %.80v)", tt.kind, len(body), alloc, per, err)
 		if tt.refuse != (err != nil) {
@@ -83,6 +84,51 @@ func TestRequestMemoryBounded(t *testing.T) {
 		}
 		if per > tt.max && !raceEnabled {
 			t.Errorf("%s: %.2f bytes allocated per byte of request, want at most %.2f", tt.kind, per, tt.max)
+		}
+	}
+}
+
+// gzipBomb returns a valid message whose one payload is gzip of n zero
+// bytes (about n/1000 bytes on the wire).
+func gzipBomb(t testing.TB, n int64) ([]byte, string) {
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	zero := make([]byte, 1<<20)
+	for left := n; left > 0; left -= int64(len(zero)) {
+		zw.Write(zero[:min(left, int64(len(zero)))])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	body, ct := hostileEnvelope("mime", 16)
+	env := strings.Replace(string(body), `<eb:PartInfo href="cid:p"/>`, `<eb:PartInfo href="cid:p"><eb:PartProperties><eb:Property name="MimeType">application/xml</eb:Property><eb:Property name="CompressionType">application/gzip</eb:Property></eb:PartProperties></eb:PartInfo>`, 1)
+	i := strings.Index(env, "Content-ID: <p>\r\n\r\n") + len("Content-ID: <p>\r\n\r\n")
+	return []byte(env[:i] + z.String() + "\r\n--B--\r\n"), ct
+}
+
+// TestGzipBombMemoryBounded: a payload that decompresses past the limit
+// is refused (EBMS:0303) having allocated a few times its size on the
+// wire, not the limit (before: the decompressed bytes up to the limit,
+// in a doubling buffer, about 2.5 times the limit); one within the limit
+// allocates about its decompressed size once.
+func TestGzipBombMemoryBounded(t *testing.T) {
+	const limit = 64 << 20
+	lim := defaultLimits
+	lim.decompressed = limit
+	for _, tt := range []struct {
+		n       int64
+		refused bool
+		max     uint64 // bytes allocated
+	}{{4 * limit, true, 4 << 20}, {limit - 1<<20, false, limit + 8<<20}} {
+		body, ct := gzipBomb(t, tt.n)
+		var err error
+		alloc := allocatedBy(func() { _, err = readRequest(body, ct, lim, securityPolicy{}) })
+		t.Logf("gzip of %d zero bytes, %d bytes on the wire: %d bytes allocated (%.1f per byte on the wire; err %.60v)", tt.n, len(body), alloc, float64(alloc)/float64(len(body)), err)
+		if (err != nil) != tt.refused {
+			t.Fatalf("gzip of %d bytes: err %v, want refused %v", tt.n, err, tt.refused)
+		}
+		if alloc > tt.max && !raceEnabled {
+			t.Errorf("gzip of %d bytes: %d bytes allocated, want at most %d", tt.n, alloc, tt.max)
 		}
 	}
 }

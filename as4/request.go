@@ -41,7 +41,7 @@ func (s *signalRequest) Error() string { return s.sig.Error() }
 // This is where a request's envelope and attachments are read, before
 // anything of ebMS is parsed: the one place for WS-Security's decryption
 // and signature verification, between splitMIME and ebms.Parse.
-func readRequest(body []byte, contentType string, lim limits, acceptUnverified bool) (*request, error) {
+func readRequest(body []byte, contentType string, lim limits, sec securityPolicy) (*request, error) {
 	if contentType == "" {
 		contentType = "application/soap+xml"
 	}
@@ -54,13 +54,13 @@ func readRequest(body []byte, contentType string, lim limits, acceptUnverified b
 	}
 	msg, err := ebms.Parse(bytes.NewReader(body), contentType)
 	if err != nil {
-		return nil, classifyParseError(err, root, acceptUnverified)
+		return nil, classifyParseError(err, root, sec)
 	}
 	env, f := readEnvelope(root)
 	if f != nil {
 		return nil, withRef(f, msg.MessageID)
 	}
-	if f := checkMustUnderstand(env, acceptUnverified); f != nil {
+	if f := checkMustUnderstand(env, sec); f != nil {
 		return nil, withRef(f, msg.MessageID)
 	}
 	if env.user == nil {
@@ -88,13 +88,13 @@ func withRef(f *failure, ref string) *failure {
 // whose header blocks must be understood but are not (an unverified
 // wsse:Security) is refused as a user message would be. An error carries
 // the user message's MessageId when it can be read.
-func classifyParseError(err error, root []byte, acceptUnverified bool) error {
+func classifyParseError(err error, root []byte, sec securityPolicy) error {
 	var sig *ebms.SignalError
 	var fault *ebms.FaultError
 	switch {
 	case errors.As(err, &sig):
 		if env, f := readEnvelope(root); f == nil {
-			if f := checkMustUnderstand(env, acceptUnverified); f != nil {
+			if f := checkMustUnderstand(env, sec); f != nil {
 				return withRef(f, sig.MessageID)
 			}
 		}

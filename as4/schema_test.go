@@ -40,7 +40,7 @@ func TestSignalsValidAgainstSchemas(t *testing.T) {
 		xsdcheck.Validate(t, "receiver error "+v.prefix, errorEnvelope(v, "e1@txinbox", at, receiverFailure(503, "db down", nil)))
 		w := &failure{Code: EmptyMessagePartitionChannel, Status: 200, Warning: true, RefToMessageID: "p1", Detail: "nothing"}
 		xsdcheck.Validate(t, "warning "+v.prefix, errorEnvelope(v, "e1@txinbox", at, w))
-		mu := checkMustUnderstand(&envelope{blocks: []headerBlock{{name: xml.Name{Space: NamespaceWSSE, Local: "Security"}, mustUnderstand: true}, {name: xml.Name{Space: "urn:x", Local: "Other"}, mustUnderstand: true}}}, false)
+		mu := checkMustUnderstand(&envelope{blocks: []headerBlock{{name: xml.Name{Space: NamespaceWSSE, Local: "Security"}, mustUnderstand: true}, {name: xml.Name{Space: "urn:x", Local: "Other"}, mustUnderstand: true}}}, securityPolicy{})
 		xsdcheck.Validate(t, "MustUnderstand fault "+v.prefix, errorEnvelope(v, "e1@txinbox", at, mu))
 	}
 }

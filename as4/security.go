@@ -27,7 +27,10 @@ type SecurityConfig struct {
 	// AcceptUnverifiedSecurity is set.
 	Verifier *wssec.Verifier
 	// RequireSignature refuses user messages that carry no signature
-	// (EBMS:0103). Defaults to false. Requires Verifier.
+	// (EBMS:0103). Defaults to false. Requires Verifier. Without it a
+	// message whose signature was stripped on the way passes as
+	// unsigned: set it whenever every partner signs (serve --as4-trust
+	// does, unless --as4-allow-unsigned).
 	RequireSignature bool
 	// Signer signs the receipt of every signed request, which is then a
 	// non-repudiation receipt: eb:Receipt holds the request signature's
@@ -91,7 +94,9 @@ func (h *Handler[TTx]) verifySecurity(body []byte, contentType string) (*verifie
 			e = &wssec.Error{Code: wssec.FailedAuthentication, Detail: err.Error()}
 		}
 		if e.Code == wssec.InvalidHeader {
-			return none, body, contentType, nil // readRequest names what is wrong
+			// readRequest names what is wrong, or refuses the
+			// wsse:Security header it could not verify.
+			return &verified{Result: &wssec.Result{}, unread: e.Detail}, body, contentType, nil
 		}
 		f = senderFailure(ErrorCode(e.Code), e.Detail)
 		if msg, err := ebms.Parse(bytes.NewReader(body), ct); err == nil {
@@ -137,6 +142,9 @@ type verified struct {
 	// plaintextParts are the Content-IDs of the attachments that were
 	// not encrypted.
 	plaintextParts []string
+	// unread is why the verifier could not read the envelope; "" if it
+	// did.
+	unread string
 }
 
 // verifiedRefs returns the ds:Reference elements of a verified

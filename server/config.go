@@ -162,6 +162,33 @@ type Endpoint struct {
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
 	// the http.Server's. Default to 10s, 5m, 6m and 2m.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Front are the limits of the hardened front every endpoint has: it
+	// reads a request's body whole before Handler runs (so a slow client
+	// holds none of the handler's slots), cuts bodies slower than a
+	// minimum rate, and bounds the requests of one client and the body
+	// bytes of all. Its refusals are written by Handler's Refuse method
+	// when it has one (as4.Handler has), else as text/plain.
+	Front Front
+}
+
+// Front are the limits of an endpoint's hardened front (docs/http.md).
+type Front struct {
+	// MaxBodyBytes is the largest request body read (larger: 413).
+	// Defaults to 50 MiB.
+	MaxBodyBytes int64
+	// MinBodyRate is the slowest a body may arrive after BodyGrace, in
+	// bytes a second on average (slower: 408, connection closed).
+	// Defaults to 16 KiB/s; negative: no minimum.
+	MinBodyRate int64
+	// BodyGrace is how long a body may take before MinBodyRate applies.
+	// Defaults to 10s.
+	BodyGrace time.Duration
+	// MaxPerClient is how many requests one client (IP address) may have
+	// being read or answered at once (more: 429). Defaults to 16.
+	MaxPerClient int
+	// MaxBodyBytesInFlight bounds the bytes of the bodies being read or
+	// answered, counted as they arrive (more: 503). Defaults to 256 MiB.
+	MaxBodyBytesInFlight int64
 }
 
 // Relay is an outbox relay the server runs beside the sources.
@@ -316,6 +343,8 @@ func (e Endpoint) validate() error {
 		return fmt.Errorf("endpoint %s: Listen and Handler are required", e.Name)
 	case e.Retention.Keep < 0:
 		return fmt.Errorf("endpoint %s: Retention must not be negative", e.Name)
+	case e.front().Validate() != nil:
+		return fmt.Errorf("endpoint %s: Front: %w", e.Name, e.front().Validate())
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/httpfront"
 	txotel "github.com/txinbox/txinbox/metrics/otel"
 )
 
@@ -234,7 +235,7 @@ func (s *Server) listen() ([]*endpoint, error) {
 			return nil, fmt.Errorf("%s endpoint: %w", e.Name, err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle(e.Path, e.Handler)
+		mux.Handle(e.Path, httpfront.New(e.front(), e.Handler))
 		out = append(out, &endpoint{Endpoint: e, ln: ln, srv: &http.Server{
 			Handler: mux, ReadHeaderTimeout: e.ReadHeaderTimeout, ReadTimeout: e.ReadTimeout,
 			WriteTimeout: e.WriteTimeout, IdleTimeout: e.IdleTimeout,
@@ -242,6 +243,18 @@ func (s *Server) listen() ([]*endpoint, error) {
 		}})
 	}
 	return out, nil
+}
+
+// front is the configuration of e's hardened front.
+func (e Endpoint) front() httpfront.Config {
+	c := httpfront.Config{MaxBodyBytes: e.Front.MaxBodyBytes, MinBodyRate: e.Front.MinBodyRate, Grace: e.Front.BodyGrace,
+		MaxPerClient: e.Front.MaxPerClient, MaxBodyBytesInFlight: e.Front.MaxBodyBytesInFlight}
+	if r, ok := e.Handler.(interface {
+		Refuse(http.ResponseWriter, *http.Request, int, string)
+	}); ok {
+		c.Refuse = r.Refuse
+	}
+	return c
 }
 
 // endpoint is an Endpoint with its listener and server.

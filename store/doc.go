@@ -77,6 +77,14 @@
 //     without Go to the claim's statement (one round trip per batch) and
 //     checks its statements at start. Without it, such an effect runs per
 //     message, through a handler.
+//   - [ReplyKeeper] (Tx): a handler's reply (txinbox.Message.Reply) is kept
+//     in its inbox row and returned with later duplicates
+//     (txinbox.Config.Replies, package httpinbox's replays). Without it, a
+//     processor with Config.Replies fails its batches.
+//   - [InFlightLocker] (Tx): a delivery of an id that another transaction
+//     holds uncommitted ends at once as txinbox.InFlight
+//     (txinbox.Config.FailFastInFlight), the rest of the batch going on.
+//     Without it, the claim waits for that transaction to end.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

@@ -2,6 +2,7 @@ package wssec
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"errors"
 	"os"
 	"path/filepath"
@@ -67,6 +68,32 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 		if twice := canonicalizeDocument(again); !bytes.Equal(once, twice) {
 			t.Fatalf("not idempotent:\n%q\n%q", once, twice)
+		}
+	})
+}
+
+// FuzzReadJKS: any JKS body (given its right digest, so the fuzzer gets
+// past the integrity check) is read or refused with an error, never a
+// panic or a runaway allocation.
+func FuzzReadJKS(f *testing.F) {
+	b, err := os.ReadFile("testdata/domibus/gateway_keystore.jks")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b[:len(b)-sha1.Size])
+	f.Add(b[:40])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := sha1.New()
+		h.Write(jksPassword("test123"))
+		h.Write([]byte("Mighty Aphrodite"))
+		h.Write(body)
+		entries, err := readJKS(h.Sum(bytes.Clone(body)), "test123")
+		if err == nil {
+			for _, e := range entries {
+				if e.key == nil || len(e.chain) == 0 || e.chain[0] == nil {
+					t.Fatalf("entry %q read without its key or certificate", e.alias)
+				}
+			}
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/httpinbox"
 )
 
 // Tracer is a txinbox hook (BatchStartHook, BatchHook, OutcomeHook).
@@ -26,6 +27,7 @@ var (
 	_ txinbox.BatchStartHook = (*Tracer)(nil)
 	_ txinbox.BatchHook      = (*Tracer)(nil)
 	_ txinbox.OutcomeHook    = (*Tracer)(nil)
+	_ httpinbox.Observer     = (*Tracer)(nil)
 )
 
 // New returns a Tracer on tp; a nil tp means the global provider.
@@ -65,4 +67,16 @@ func (t *Tracer) OnOutcome(ctx context.Context, msg *txinbox.Message, res txinbo
 	trace.SpanFromContext(ctx).AddEvent("txinbox.outcome", trace.WithAttributes(
 		attribute.String("txinbox.scope", msg.Scope), attribute.String("txinbox.message_id", msg.ID),
 		attribute.String("txinbox.source", msg.Source), attribute.String("txinbox.outcome", res.Outcome.String())))
+}
+
+// OnHTTPEvent implements httpinbox.Observer: what the idempotency
+// middleware made of a request, as an event "txinbox.http" on the
+// request's span (an otelhttp server span, when the server has one) with
+// its route, event (processed, replayed, conflict, mismatch, ...) and
+// status. Plug the Tracer into httpinbox.Config.Observers as well as its
+// Hooks.
+func (t *Tracer) OnHTTPEvent(ctx context.Context, ev httpinbox.Event) {
+	trace.SpanFromContext(ctx).AddEvent("txinbox.http", trace.WithAttributes(
+		attribute.String("txinbox.http.route", ev.Route), attribute.String("txinbox.http.event", ev.Kind.String()),
+		attribute.Int("http.response.status_code", ev.Status)))
 }

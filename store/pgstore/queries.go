@@ -13,6 +13,7 @@ import (
 // store), and the claims of the declarative effects it met, cached.
 type queries struct {
 	pgsql.Statements
+	pgsql.ReplyStatements
 	// tables expands the declarative effects' claims, cached in effects
 	// by their statements (effect.go).
 	tables  schema.Tables
@@ -30,12 +31,13 @@ type queries struct {
 
 func newQueries(t schema.Tables, periods string) queries {
 	return queries{
-		Statements:   pgsql.NewStatements(t, periods),
-		tables:       t,
-		effects:      new(sync.Map),
-		payloadReads: new(sync.Map),
-		lastReads:    new(atomic.Pointer[lastReads]),
-		recent:       new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
-		duplicates:   new(atomic.Bool),
+		Statements:      pgsql.NewStatements(t, periods),
+		ReplyStatements: pgsql.NewReplyStatements(t),
+		tables:          t,
+		effects:         new(sync.Map),
+		payloadReads:    new(sync.Map),
+		lastReads:       new(atomic.Pointer[lastReads]),
+		recent:          new([pgsql.EffectForms]atomic.Pointer[recentEffect]),
+		duplicates:      new(atomic.Bool),
 	}
 }

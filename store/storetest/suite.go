@@ -164,6 +164,8 @@ func Run[TTx any](t *testing.T, h Harness[TTx]) {
 		{"OffsetsDeadLetterMovesPast", testOffsetsDeadLetter[TTx]},
 		{"OffsetsFenced", testOffsetsFenced[TTx]},
 		{"DriftRuleSQLAndGoAgree", testDriftRuleAgrees[TTx]},
+		{"RepliesReplayed", testReplies[TTx]},
+		{"InFlightFailsFast", testInFlightFailsFast[TTx]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/httpfront"
 	"github.com/txinbox/txinbox/server"
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
@@ -38,7 +39,7 @@ func (c *Command) Info() clikit.CommandInfo {
 	titles := sourceTitles()
 	return clikit.CommandInfo{Name: "serve", Summary: "run the sources (AS4, " + strings.Join(titles, ", ") + ") until SIGTERM",
 		Description: wrapText(`Runs every configured source over one inbox until SIGINT or SIGTERM: an AS4 `+
-			`endpoint at /as4, `+joinList(titles, "and")+` consumers, an effect without Go (--effect outbox|sql), `+
+			`endpoint at /as4, webhooks at /ingest/NAME (--ingress-listen, signatures checked), `+joinList(titles, "and")+` consumers, an effect without Go (--effect outbox|sql), `+
 			`optionally the outbox relay (--relay-target), the background purger, and /healthz, /readyz and /metrics `+
 			`on --http-listen. The inbox and AS4 tables are migrated at start, and the retention is checked against `+
 			`what each source can deliver again. Settings come from the flags, then the environment, then --config FILE, `+
@@ -56,6 +57,8 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	c.config = defineServeFlags(fs.FlagSet, env, &c.o)
 	fs.GroupPrefix("Database", "db", "schema", "table-prefix")
 	fs.GroupPrefix("AS4 endpoint", "as4-", "scope", "read-", "write-", "idle-")
+	fs.GroupPrefix("Webhook ingress", "ingress")
+	fs.GroupPrefix("HTTP front (AS4 endpoint and ingress)", "min-body-rate", "max-requests-per-client", "max-body-in-flight")
 	for _, k := range c.o.sources {
 		fs.GroupPrefix(k.title()+" source", k.name()+"-")
 	}
@@ -107,9 +110,19 @@ type serveOptions struct {
 	AS4Partner, AS4Self                        string
 	AS4RequireSignature, AS4RequireCompression bool
 	// AS4Security is the endpoint's WS-Security (--as4-key, --as4-trust,
-	// ...). With --as4-trust and without --as4-partner,
-	// AS4RequireSignature requires a verified signature of every message.
+	// ...). With --as4-trust every message needs a verified signature
+	// unless --as4-allow-unsigned.
 	AS4Security serveSecurity
+	// IngressListen is the webhook ingress's address (POST
+	// /ingest/{name}); Ingress its routes (--ingress, repeatable);
+	// IngressMaxBody the largest delivery. Default: none, none, 1 MiB.
+	IngressListen  string
+	Ingress        ingressRoutes
+	IngressMaxBody int64
+	// Front are the limits of the endpoints' hardened front
+	// (--min-body-rate, --max-requests-per-client, --max-body-in-flight);
+	// its MaxBodyBytes is --as4-max-body.
+	Front server.Front
 	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. Defaults
@@ -169,8 +182,10 @@ func (o serveOptions) withDefaults() serveOptions {
 
 func (o serveOptions) validate() error {
 	switch {
-	case o.AS4Listen == "" && !anyConfigured(o.sources) && len(o.listed) == 0 && o.Relay.target == "":
-		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), " + onFlags() +
+	case (o.IngressListen == "") != (len(o.Ingress) == 0):
+		return errors.New("--ingress-listen and --ingress go together (the webhook ingress's address and its routes)")
+	case o.AS4Listen == "" && o.IngressListen == "" && !anyConfigured(o.sources) && len(o.listed) == 0 && o.Relay.target == "":
+		return errors.New("no source: give --as4-listen (an AS4 endpoint, e.g. :8080), --ingress-listen (webhooks), " + onFlags() +
 			" (or --relay-target to run only the outbox relay)")
 	case o.AS4MaxBody < 0:
 		return errors.New("--as4-max-body must not be negative")
@@ -184,9 +199,13 @@ func (o serveOptions) validate() error {
 		return o.AS4Security.check()
 	case o.AS4RequireSignature && o.AS4Security.Trust == "":
 		return errors.New("--as4-require-signature needs --as4-trust: only a verified signature counts")
+	case o.AS4RequireSignature && o.AS4Security.AllowUnsigned && o.AS4Partner == "":
+		return errors.New("--as4-require-signature without --as4-partner requires signatures of every message, which --as4-allow-unsigned contradicts")
 	case o.AS4Listen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
 		return errors.New("--effect-sql: the AS4 endpoint runs its statements per message, where new_messages does not exist: " +
 			"give statements with $N parameters (see txinbox serve -h) or run the AS4 endpoint in a serve of its own")
+	case o.IngressListen != "" && o.Effect == string(effect.SQL) && o.effectSpec().SetBased():
+		return errors.New("--effect-sql: the webhook ingress runs its statements per delivery, where new_messages does not exist: give statements with $N parameters")
 	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	}
@@ -211,6 +230,11 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	fs.BoolVar(&o.AS4RequireSignature, "as4-require-signature", false, "require signatures verified with --as4-trust: of the --as4-partner agreement, or without it of every message")
 	o.AS4Security.register(fs, env)
 	fs.BoolVar(&o.AS4RequireCompression, "as4-require-compression", false, "the --as4-partner agreement requires gzip-compressed payloads")
+	clikit.Int64Flag(fs, &o.Front.MinBodyRate, "min-body-rate", httpfront.DefaultMinBodyRate, 1,
+		"bytes a second a request body must arrive at on average after its first 10s (slower: 408, the connection closed)")
+	clikit.IntFlag(fs, &o.Front.MaxPerClient, "max-requests-per-client", httpfront.DefaultMaxPerClient, 1, "requests one client IP address may have in flight (more: 429)")
+	clikit.Int64Flag(fs, &o.Front.MaxBodyBytesInFlight, "max-body-in-flight", httpfront.DefaultMaxBodyBytesInFlight, 1,
+		"bytes of request bodies being read or answered, all clients together, counted as they arrive (more: 503)")
 	clikit.DurationFlag(fs, &o.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, false, "time allowed to read a request's headers")
 	clikit.DurationFlag(fs, &o.ReadTimeout, "read-timeout", 5*time.Minute, false, "time allowed to read a whole request")
 	clikit.DurationFlag(fs, &o.WriteTimeout, "write-timeout", 6*time.Minute, false, "time allowed from a request's headers to the end of its answer")
@@ -222,6 +246,10 @@ func defineServeFlags(fs *flag.FlagSet, env *clikit.Env, o *serveOptions) *strin
 	for _, k := range o.sources {
 		k.register(fs)
 	}
+	fs.StringVar(&o.IngressListen, "ingress-listen", "", "address of the webhook ingress (POST /ingest/NAME for each --ingress route), e.g. :8081 (default: none)")
+	fs.Var(&o.Ingress, "ingress", "a webhook route (repeatable): name=NAME,key=idempotency-key|header:H|json:FIELD,"+
+		"signature=none|github|stripe|hmac:HEADER,secret-file=F|secret-env=VAR[,encoding=hex|base64][,prefix=P][,tolerance=300s]")
+	clikit.Int64Flag(fs, &o.IngressMaxBody, "ingress-max-body", 1<<20, 1, "largest webhook delivery in bytes (larger: 413)")
 	fs.StringVar(&o.Effect, "effect", string(effect.None), "side effect per new message, in its transaction: none, outbox (payloads to the txinbox_outbox table) or sql")
 	fs.Var(&o.EffectSQL, "effect-sql", "a statement for --effect sql (repeatable); parameters: "+effect.Params)
 	return fs.String("config", "", "read settings from this YAML `FILE` (keys are these flags' names, and "+listKeys()+
@@ -379,6 +407,13 @@ func buildServer[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions,
 		}
 		closers = append(closers, func() { h.Close() })
 	}
+	if o.IngressListen != "" {
+		closeIngress, err := addIngress(srv, o, env, driver, eff, logger)
+		if err != nil {
+			return nil, closeAll, clikit.ExitUsage, err
+		}
+		closers = append(closers, closeIngress)
+	}
 	closeSources, err := addSources(srv, o, driver, eff, env, logger)
 	if err != nil {
 		return nil, closeAll, clikit.ExitUsage, err
@@ -415,7 +450,7 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 	if err != nil {
 		return nil, err
 	}
-	sec, err := o.AS4Security.config(o.AS4RequireSignature && o.AS4Partner == "")
+	sec, err := o.AS4Security.config(o.requireSignature())
 	if err != nil {
 		return nil, err
 	}
@@ -431,12 +466,28 @@ func addAS4[TTx any](srv *server.Server, o *serveOptions, driver store.Driver[TT
 	err = srv.AddEndpoint(server.Endpoint{Name: "as4", Listen: o.AS4Listen, Handler: h, Scope: o.Scope,
 		RetryWindow: source.Horizon{What: "the AS4 partners", Within: o.ops.retryWindow, Figure: "--retry-window " + o.ops.RetryWindow},
 		Retention:   o.as4Retention, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout})
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, Front: o.front(o.AS4MaxBody)})
 	if err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// front is the endpoints' hardened front with the body limit maxBody.
+func (o *serveOptions) front(maxBody int64) server.Front {
+	f := o.Front
+	f.MaxBodyBytes = maxBody
+	return f
+}
+
+// requireSignature reports whether the endpoint requires a verified
+// signature of every user message: with --as4-trust unless
+// --as4-allow-unsigned (a trust store that lets a message whose signature
+// was stripped pass as unsigned verifies nothing an attacker cannot
+// avoid), and with --as4-require-signature without --as4-partner.
+func (o *serveOptions) requireSignature() bool {
+	return o.AS4Security.Trust != "" && (!o.AS4Security.AllowUnsigned || (o.AS4RequireSignature && o.AS4Partner == ""))
 }
 
 // agreements returns the AS4 agreements of --as4-agreements and of

@@ -21,9 +21,16 @@ type serveSecurity struct {
 	// or the environment variable TXINBOX_AS4_KEYSTORE_PASSWORD. They
 	// decrypt requests and sign receipts.
 	Key, Cert, Keystore, KeystorePasswordFile string
+	// KeyAlias names the private key entry of Keystore (PKCS#12 or JKS)
+	// to use; empty: its only one.
+	KeyAlias string
 	// Trust is a PEM bundle of the certificates and CAs whose signatures
-	// are accepted. Setting it turns verification on.
+	// are accepted. Setting it turns verification on and requires a
+	// verified signature of every user message, unless AllowUnsigned.
 	Trust string
+	// AllowUnsigned accepts user messages without a signature although
+	// Trust is set (agreements may still require one).
+	AllowUnsigned bool
 	// AllowSHA1 accepts RSA-SHA1 signatures and SHA-1 digests.
 	AllowSHA1 bool
 	// keystorePassword is TXINBOX_AS4_KEYSTORE_PASSWORD.
@@ -36,9 +43,11 @@ func (s *serveSecurity) register(fs interface {
 }, env *clikit.Env) {
 	fs.StringVar(&s.Key, "as4-key", "", "our private key (PEM) for decrypting requests and signing receipts, with --as4-cert")
 	fs.StringVar(&s.Cert, "as4-cert", "", "our certificate (PEM), with --as4-key")
-	fs.StringVar(&s.Keystore, "as4-keystore", "", "our key and certificate as PKCS#12 (instead of --as4-key/--as4-cert); password from --as4-keystore-password-file or env TXINBOX_AS4_KEYSTORE_PASSWORD")
+	fs.StringVar(&s.Keystore, "as4-keystore", "", "our key and certificate as a PKCS#12 or JKS key store (instead of --as4-key/--as4-cert); password from --as4-keystore-password-file or env TXINBOX_AS4_KEYSTORE_PASSWORD")
 	fs.StringVar(&s.KeystorePasswordFile, "as4-keystore-password-file", "", "file holding the --as4-keystore password")
-	fs.StringVar(&s.Trust, "as4-trust", "", "PEM bundle of trusted partner certificates and CAs; turns WS-Security verification on")
+	fs.StringVar(&s.KeyAlias, "as4-key-alias", "", "alias of our key in --as4-keystore (default: its only key)")
+	fs.StringVar(&s.Trust, "as4-trust", "", "PEM bundle of trusted partner certificates and CAs; turns WS-Security verification on and requires a verified signature of every message (see --as4-allow-unsigned)")
+	fs.BoolVar(&s.AllowUnsigned, "as4-allow-unsigned", false, "with --as4-trust, accept messages without a signature (a signed one is still verified; agreements may still require signatures)")
 	fs.BoolVar(&s.AllowSHA1, "as4-allow-sha1", false, "accept RSA-SHA1 signatures and SHA-1 digests")
 	s.keystorePassword = env.Getenv("TXINBOX_AS4_KEYSTORE_PASSWORD")
 }
@@ -49,8 +58,10 @@ func (s *serveSecurity) check() error {
 		return errors.New("--as4-key and --as4-cert go together")
 	case s.Keystore != "" && s.Key != "":
 		return errors.New("--as4-keystore and --as4-key/--as4-cert are alternatives")
-	case s.KeystorePasswordFile != "" && s.Keystore == "":
-		return errors.New("--as4-keystore-password-file needs --as4-keystore")
+	case (s.KeystorePasswordFile != "" || s.KeyAlias != "") && s.Keystore == "":
+		return errors.New("--as4-keystore-password-file and --as4-key-alias need --as4-keystore")
+	case s.AllowUnsigned && s.Trust == "":
+		return errors.New("--as4-allow-unsigned needs --as4-trust (without a trust store no signature is verified or required)")
 	case s.Trust == "" && (s.Key != "" || s.Keystore != "" || s.AllowSHA1):
 		return errors.New("--as4-key, --as4-keystore and --as4-allow-sha1 need --as4-trust (the certificates whose signatures are accepted)")
 	}
@@ -83,8 +94,8 @@ func (s *serveSecurity) config(requireSignature bool) (as4.SecurityConfig, error
 			}
 			pw = strings.TrimRight(string(b), "\r\n")
 		}
-		if kp, err = wssec.LoadPKCS12(s.Keystore, pw); err != nil {
-			return as4.SecurityConfig{}, fmt.Errorf("--as4-keystore: %w", err)
+		if kp, err = wssec.LoadKeyStore(s.Keystore, pw, s.KeyAlias); err != nil {
+			return as4.SecurityConfig{}, fmt.Errorf("--as4-keystore: %w (--as4-key-alias names the key)", err)
 		}
 	case s.Key != "":
 		if kp, err = wssec.LoadPEM(s.Key, s.Cert); err != nil {

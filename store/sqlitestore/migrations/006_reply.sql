@@ -1,0 +1,4 @@
+-- A handler's reply (txinbox.Message.Reply, package httpinbox's stored
+-- responses), kept in its key's inbox row, written in the same
+-- transaction, purged with the row. NULL for rows without one.
+ALTER TABLE {inbox} ADD COLUMN reply BLOB;
