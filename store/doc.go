@@ -77,6 +77,10 @@
 //     without Go to the claim's statement (one round trip per batch) and
 //     checks its statements at start. Without it, such an effect runs per
 //     message, through a handler.
+//   - [DurabilityReader] (Driver): the settings that decide whether a
+//     commit survives a crash or a failover are read at start (server.Run
+//     refuses those that can lose acknowledged messages unless accepted)
+//     and shown by status and the console. Without it, nothing is checked.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays
