@@ -115,7 +115,7 @@ func (p pgDurability) synchronous() (sync, async []standby) {
 // missing on the one promoted.
 func (p pgDurability) replicationRisks() []store.DurabilityRisk {
 	sync, async := p.synchronous()
-	if len(sync) > 0 && (p.syncCommit == "local" || p.syncCommit == "off") {
+	if len(sync) > 0 && p.syncCommit == "local" { // off: a risk already, named once
 		return []store.DurabilityRisk{{Name: "synchronous_commit", Setting: "synchronous_commit=" + p.syncCommit,
 			Loses: fmt.Sprintf("commits do not wait for the synchronous standby (synchronous_standby_names = '%s'): "+
 				"a failover to it loses the commits it had not received yet, whose messages txinbox had acked", p.standbyNames),
