@@ -35,8 +35,8 @@ type Cluster struct {
 	asPostgres bool
 }
 
-// StartCluster initializes and starts a cluster on a free loopback port,
-// with its data directory under t.TempDir(), and stops it (immediate mode)
+// StartCluster initializes and starts a cluster on a free loopback port
+// (fsync off), with its data directory under t.TempDir(), and stops it (immediate mode)
 // at cleanup. It skips the test when the binaries, su or the postgres user
 // are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
 func StartCluster(t testing.TB) *Cluster {
@@ -65,7 +65,7 @@ func StartCluster(t testing.TB) *Cluster {
 			}
 		}
 	})
-	if err := c.startOnFreePort(50); err != nil {
+	if err := c.startOnFreePort(50, false); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -137,14 +137,20 @@ func (c *Cluster) runAsPostgres(open []string) error {
 
 // startOnFreePort starts the server on a free loopback port. The port is
 // free when picked but may be taken before the server binds it: it tries
-// a few.
-func (c *Cluster) startOnFreePort(maxConns int) error {
+// a few. Without durable, fsync is off: faster, and a risk that serve's
+// durability check refuses (the private clusters of single tests use it;
+// the shared cluster, where serve runs, does not).
+func (c *Cluster) startOnFreePort(maxConns int, durable bool) error {
+	fsync := "off"
+	if durable {
+		fsync = "on"
+	}
 	var err error
 	for range 3 {
 		if c.port, err = freePort(); err != nil {
 			return err
 		}
-		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=%d", c.port, maxConns)
+		c.opts = fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=%s -c max_connections=%d", c.port, fsync, maxConns)
 		if err = c.Start(); err == nil {
 			return nil
 		}
