@@ -57,9 +57,9 @@ type Server struct {
 	starting atomic.Pointer[string]
 	// durability is what CheckDurability read, nil before.
 	durability atomic.Pointer[durabilityState]
-	hooks    []txinbox.Hook
-	handler  http.Handler
-	console  lateHandler
+	hooks      []txinbox.Hook
+	handler    http.Handler
+	console    lateHandler
 
 	mu      sync.Mutex
 	started bool

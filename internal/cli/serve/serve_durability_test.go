@@ -29,7 +29,13 @@ func TestServeRefusesSynchronousCommitOff(t *testing.T) {
 	}
 	url := testdb.WithDatabase(t, testdb.URL(), db)
 	args := []string{"serve", "--db", url, "--as4-listen", "127.0.0.1:0", "--no-purge"}
-	_, errs, code := run(t, args...)
+	// Bounded: a serve that does not refuse runs until the deadline.
+	refusal, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stop()
+	var errb syncBuffer
+	code := cli.Main(refusal, &clikit.Env{Stdout: io.Discard, Stderr: &errb, Stdin: strings.NewReader(""),
+		Getenv: func(string) string { return "" }}, args)
+	errs := errb.String()
 	for _, want := range []string{"the database can lose messages txinbox acknowledged",
 		"synchronous_commit=off: a commit returns before its WAL is on disk", "ALTER ROLE <txinbox's role> SET synchronous_commit = on",
 		"a crash: a crash of PostgreSQL or of its machine loses the commits of the last 600ms",
