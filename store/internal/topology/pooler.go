@@ -1,4 +1,7 @@
-package pgstore
+// Package topology reads what stands between pgstore and its commits'
+// safety: a connection pooler in front (pgstore.Driver.CheckPooler) and
+// the durability settings (pgstore.Driver.Durability).
+package topology
 
 import (
 	"context"
@@ -6,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Pooling is what CheckPooler found between the store and PostgreSQL.
@@ -56,28 +60,16 @@ func (e *PoolerError) Error() string {
 var trackedParams = map[string]bool{"application_name": true, "client_encoding": true, "datestyle": true,
 	"timezone": true, "standard_conforming_strings": true}
 
-// CheckPooler finds out whether a connection pooler stands between the
-// pool and PostgreSQL and, if it pools transactions, refuses with a
-// *PoolerError the pool settings that cannot work there: pgx's query exec
-// modes cache_statement (pgx's default: its prepared statements live on
-// one server connection, and the next transaction runs on another) and
-// describe_exec (it describes and executes a statement in two round trips,
-// which the pooler may send to two server connections), and a startup
-// parameter the pooler does not carry from one server connection to the
-// next (search_path: use Options.Schema). Migrate calls it first; txinbox
-// serve, demo and the other commands call it when they connect.
-//
-// It runs a few one-statement transactions and opens one connection of
-// its own, closed before it returns. txinbox itself uses nothing else of
-// a session: its locks are transaction advisory locks, its settings SET
-// LOCAL, it uses no LISTEN and no temporary table. A handler must do the
-// same (docs/operations.md, "Behind PgBouncer").
-func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
-	p, err := d.detectPooler(ctx)
+// Check finds out whether a connection pooler stands between pool and
+// PostgreSQL and, if it pools transactions, refuses with a *PoolerError
+// the pool settings that cannot work there (pgstore.Driver.CheckPooler
+// says which and why).
+func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
+	p, err := detect(ctx, pool)
 	if err != nil || !p.Transaction {
 		return p, err
 	}
-	cfg := d.pool.Config().ConnConfig
+	cfg := pool.Config().ConnConfig
 	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
 		return p, &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
@@ -104,12 +96,12 @@ func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
 	return p, nil
 }
 
-// detectPooler compares the backend process a connection was given at
+// detect compares the backend process a connection was given at
 // start with the one answering; behind a pooler it then tells a session
 // pool (each client keeps its server connection) from a transaction pool
 // (a server connection serves another client between two transactions).
-func (d *Driver) detectPooler(ctx context.Context) (Pooling, error) {
-	c1, err := d.pool.Acquire(ctx)
+func detect(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
+	c1, err := pool.Acquire(ctx)
 	if err != nil {
 		return Pooling{}, err
 	}
@@ -118,7 +110,7 @@ func (d *Driver) detectPooler(ctx context.Context) (Pooling, error) {
 	if err != nil || first == c1.Conn().PgConn().PID() {
 		return Pooling{}, err
 	}
-	c2, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
+	c2, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
 	if err != nil {
 		return Pooling{Pooled: true}, err
 	}
