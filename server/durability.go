@@ -132,7 +132,6 @@ func (c durabilityCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.risks, prometheus.GaugeValue, float64(len(st.d.Risks)))
 	for _, r := range st.d.Risks {
-		_, value, _ := strings.Cut(r.Setting, "=")
-		ch <- prometheus.MustNewConstMetric(c.risk, prometheus.GaugeValue, 1, r.Name, value)
+		ch <- prometheus.MustNewConstMetric(c.risk, prometheus.GaugeValue, 1, r.Name, r.Value)
 	}
 }

@@ -48,6 +48,9 @@ type DurabilityRisk struct {
 	// fsync, full_page_writes, synchronous_commit, asynchronous_standby
 	// (PostgreSQL), synchronous (SQLite).
 	Name string
+	// Value is the setting's value as read, for the same label: off,
+	// local, async (a standby's sync_state), NORMAL.
+	Value string
 	// Setting is the setting and its value as read, e.g.
 	// "synchronous_commit=off".
 	Setting string

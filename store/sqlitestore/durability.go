@@ -35,12 +35,12 @@ func (d *Driver) Durability(ctx context.Context) (store.Durability, error) {
 	fix := `open the store with sqlitestore.Options{Synchronous: "FULL"} (the default)`
 	switch {
 	case level == 0:
-		out.Risks = []store.DurabilityRisk{{Name: "synchronous", Setting: "synchronous=OFF",
+		out.Risks = []store.DurabilityRisk{{Name: "synchronous", Value: "OFF", Setting: "synchronous=OFF",
 			Loses: "SQLite does not flush its writes: a crash of the machine or a power loss can lose or corrupt commits whose " +
 				"messages txinbox had acked", Fix: fix}}
 		out.Crash = "a crash of the machine or a power loss can lose or corrupt any committed transaction: acked messages can vanish"
 	case level == 1 && journal == "wal":
-		out.Risks = []store.DurabilityRisk{{Name: "synchronous", Setting: "synchronous=NORMAL",
+		out.Risks = []store.DurabilityRisk{{Name: "synchronous", Value: "NORMAL", Setting: "synchronous=NORMAL",
 			Loses: "in WAL mode a commit is flushed at the next checkpoint only: a crash of the machine or a power loss loses " +
 				"the last commits, whose messages txinbox had acked (a crash of the process alone loses nothing)", Fix: fix}}
 		out.Crash = "a crash of the process loses nothing; a crash of the machine or a power loss loses the last commits, whose messages were acked"

@@ -46,19 +46,19 @@ func (p DurabilitySettings) Judge() store.Durability {
 		{Name: "standbys", Value: p.standbyList()},
 	}}
 	if p.Fsync == "off" {
-		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "fsync", Setting: "fsync=off",
+		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "fsync", Value: "off", Setting: "fsync=off",
 			Loses: "PostgreSQL does not flush its writes to disk: a crash of its machine or a power loss can lose or corrupt " +
 				"transactions committed at any time before, whose messages txinbox had acked (and whose AS4 receipts it had sent)",
 			Fix: "set fsync = on in postgresql.conf and reload"})
 	}
 	if p.FullPageWrites == "off" {
-		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "full_page_writes", Setting: "full_page_writes=off",
+		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "full_page_writes", Value: "off", Setting: "full_page_writes=off",
 			Loses: "a crash of the machine or a power loss during a page write can leave a torn page that recovery cannot repair: " +
 				"committed inbox rows and effects can be lost or corrupted after txinbox acked their messages",
 			Fix: "set full_page_writes = on in postgresql.conf and reload (off is safe only on a file system that never tears a page, such as ZFS)"})
 	}
 	if p.SyncCommit == "off" {
-		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "synchronous_commit", Setting: "synchronous_commit=off",
+		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "synchronous_commit", Value: "off", Setting: "synchronous_commit=off",
 			Loses: fmt.Sprintf("a commit returns before its WAL is on disk: a crash of PostgreSQL or of its machine loses the "+
 				"transactions committed in the last %s or so (3 × wal_writer_delay %s), whose messages txinbox had already acked",
 				p.asyncWindow(), p.WalWriterDelay),
@@ -94,7 +94,7 @@ func (p DurabilitySettings) synchronous() (sync, async []Standby) {
 func (p DurabilitySettings) replicationRisks() []store.DurabilityRisk {
 	sync, async := p.synchronous()
 	if len(sync) > 0 && p.SyncCommit == "local" { // off: a risk already, named once
-		return []store.DurabilityRisk{{Name: "synchronous_commit", Setting: "synchronous_commit=" + p.SyncCommit,
+		return []store.DurabilityRisk{{Name: "synchronous_commit", Value: p.SyncCommit, Setting: "synchronous_commit=" + p.SyncCommit,
 			Loses: fmt.Sprintf("commits do not wait for the synchronous standby (synchronous_standby_names = '%s'): "+
 				"a failover to it loses the commits it had not received yet, whose messages txinbox had acked", p.StandbyNames),
 			Fix: "set synchronous_commit = on (or remote_apply) for txinbox's role or database: ALTER ROLE <txinbox's role> SET synchronous_commit = on"}}
@@ -106,7 +106,7 @@ func (p DurabilitySettings) replicationRisks() []store.DurabilityRisk {
 	for _, s := range async {
 		names = append(names, fmt.Sprintf("%q (%s, sync_state=%s)", s.Name, s.Addr, s.SyncState))
 	}
-	return []store.DurabilityRisk{{Name: "asynchronous_standby", Setting: "asynchronous replication to " + strings.Join(names, ", "),
+	return []store.DurabilityRisk{{Name: "asynchronous_standby", Value: async[0].SyncState, Setting: "asynchronous replication to " + strings.Join(names, ", "),
 		Loses: "no standby is synchronous (synchronous_standby_names = '" + p.StandbyNames + "'): a failover to a standby loses " +
 			"the commits it had not received yet (its replication lag), whose messages txinbox had acked",
 		Fix: fmt.Sprintf("name the standby in synchronous_standby_names (e.g. 'FIRST 1 (%s)') in postgresql.conf and reload, "+

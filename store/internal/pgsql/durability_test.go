@@ -52,6 +52,11 @@ func TestJudgeReplication(t *testing.T) {
 			if !strings.Contains(d.Failover, c.failover) {
 				t.Errorf("failover %q does not say %q", d.Failover, c.failover)
 			}
+			for _, r := range d.Risks {
+				if r.Value == "" || r.Value == "on" {
+					t.Errorf("risk %s has the value %q (the metric's label)", r.Setting, r.Value)
+				}
+			}
 			if c.riskWords != "" && (len(d.Risks) == 0 || !strings.Contains(d.Risks[0].String(), c.riskWords)) {
 				t.Errorf("risks %v do not say %q", d.Risks, c.riskWords)
 			}
