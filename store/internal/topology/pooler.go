@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -91,7 +92,8 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 			fix = "leave it out and name the inbox's schema with pgstore.Options.Schema (txinbox --schema)"
 		}
 		return p, &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
-			Why: "the pooler sets it on no server connection but the first (or refuses it: unsupported startup parameter)", Fix: fix}
+			Why: "the pooler does not set it on the server connection each transaction runs on (PgBouncer refuses it at connect: " +
+				"unsupported startup parameter, or drops it when ignore_startup_parameters lists it)", Fix: fix}
 	}
 	return p, nil
 }
@@ -117,11 +119,16 @@ func detect(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 	defer c2.Close(context.WithoutCancel(ctx)) //nolint:errcheck // a probe's connection
 	// c1's server connection is free now, unless the pooler keeps it
 	// for c1 (session pooling); c2 holds a transaction, so that c1's
-	// next statement needs another one if c2 took c1's.
-	if _, err := c2.Exec(ctx, "BEGIN", pgx.QueryExecModeSimpleProtocol); err != nil {
-		return Pooling{Pooled: true}, err
+	// next statement needs another one if c2 took c1's. A session pool
+	// whose server connections are all taken makes c2 wait (until
+	// PgBouncer's query_wait_timeout); a transaction pool has c1's free:
+	// a wait of secondWait is a session pool.
+	wctx, cancel := context.WithTimeout(ctx, secondWait)
+	defer cancel()
+	second, err := beginPID(wctx, c2)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return Pooling{Pooled: true}, nil
 	}
-	second, err := backendPID(ctx, c2)
 	if err != nil {
 		return Pooling{Pooled: true}, err
 	}
@@ -130,6 +137,18 @@ func detect(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 		return Pooling{Pooled: true}, err
 	}
 	return Pooling{Pooled: true, Transaction: second == first || again != first}, nil
+}
+
+// secondWait is how long detect waits for a server connection for its
+// second client.
+const secondWait = 5 * time.Second
+
+// beginPID begins a transaction on c and returns its backend process id.
+func beginPID(ctx context.Context, c *pgx.Conn) (uint32, error) {
+	if _, err := c.Exec(ctx, "BEGIN", pgx.QueryExecModeSimpleProtocol); err != nil {
+		return 0, err
+	}
+	return backendPID(ctx, c)
 }
 
 // backendPID is the backend process id answering c, asked in the simple
