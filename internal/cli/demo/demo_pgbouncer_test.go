@@ -39,8 +39,8 @@ func TestCrashBehindPgBouncer(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			r := runDemoJSON(t, 0, "--db", bouncerDB(t, c.base, c.mode), "--messages", "2000", "--duplicates", "0.3", "--crashes", "20")
-			checkExactlyOnce(t, r, 2000, 20)
+			r := runDemoJSON(t, 0, "--db", bouncerDB(t, c.base, c.mode), "--messages", "1000", "--duplicates", "0.3", "--crashes", "12")
+			checkExactlyOnce(t, r, 1000, 12)
 		})
 	}
 }
