@@ -42,6 +42,11 @@ type Config struct {
 	// Sources are the sources that feed the inbox, for their readiness
 	// and lag on the overview. Defaults to none.
 	Sources []Source
+	// Durability, if set, is read at each view of the overview: the
+	// database settings that decide whether a commit survives a crash or
+	// a failover, those that can lose acknowledged messages in red, and
+	// what a crash and a failover can lose. Defaults to none.
+	Durability store.DurabilityReader
 	// Gatherer is read for the outcome counters of this process
 	// (txinbox_messages_total, duplicates included, which no table keeps)
 	// on the overview. Defaults to none.

@@ -38,7 +38,9 @@ type overviewData struct {
 	Counters  []counterRow
 	Outbox    *outbox.Stats
 	OutboxAge time.Duration
-	Errors    []string
+	// Durability is what Config.Durability read, nil without it.
+	Durability *store.Durability
+	Errors     []string
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +59,13 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		d.Charts, d.Rates = charts(mcs, now()), rates(mcs, now())
 	}
 	d.Sources = c.sourceRows(ctx)
+	if c.cfg.Durability != nil {
+		if du, err := c.cfg.Durability.Durability(ctx); err != nil {
+			fail("durability settings", err)
+		} else {
+			d.Durability = &du
+		}
+	}
 	if c.cfg.Gatherer != nil {
 		if cs, err := gatherCounters(c.cfg.Gatherer); err != nil {
 			fail("metrics", err)

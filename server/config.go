@@ -45,6 +45,24 @@ type Config struct {
 	// *sqlitestore.Driver are GaugeReaders. Defaults to none.
 	Gauges store.GaugeReader
 
+	// Durability, if set, is read at start (Server.CheckDurability): a
+	// setting that can lose acknowledged messages (fsync=off,
+	// synchronous_commit=off, asynchronous replication, ...) stops Run
+	// with a *DurabilityError unless AcceptDurabilityRisk; /readyz, the
+	// txinbox_durability_risk metric and the console show what was read.
+	// *pgstore.Driver and *sqlitestore.Driver are DurabilityReaders.
+	// Defaults to none: nothing is checked.
+	Durability store.DurabilityReader
+	// AcceptDurabilityRisk starts the server although a setting of the
+	// database can lose acknowledged messages; each is logged as a
+	// warning and named in /readyz. Defaults to false: Run refuses with a
+	// *DurabilityError.
+	AcceptDurabilityRisk bool
+	// AcceptDurabilityRiskName names AcceptDurabilityRisk in the
+	// durability check's messages ("--accept-durability-risk" for txinbox
+	// serve). Defaults to "Config.AcceptDurabilityRisk".
+	AcceptDurabilityRiskName string
+
 	// Retention is how long the inbox rows of a scope without a retention
 	// of its own are kept: the retention check compares it with what each
 	// source can deliver again, and the purger deletes older rows.
@@ -79,9 +97,10 @@ type Config struct {
 	Handlers map[string]http.Handler
 	// Console, if set, serves the operator's web console (package
 	// console) on the operations listener at its Prefix ("/ui/" by
-	// default). Where its Sources, Scopes, Gatherer and Logger are empty
-	// the server fills them with its own sources (readiness and lag), its
-	// scopes and their retentions, Registry and Logger. Its Admin is
+	// default). Where its Sources, Scopes, Durability, Gatherer and Logger
+	// are empty the server fills them with its own sources (readiness and
+	// lag), its scopes and their retentions, Config.Durability, Registry
+	// and Logger. Its Admin is
 	// required. Defaults to nil: no console.
 	Console *console.Config
 	// Logger gets the server's logs. Defaults to slog.Default().
@@ -236,6 +255,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Registry == nil {
 		c.Registry = newRegistry()
+	}
+	if c.AcceptDurabilityRiskName == "" {
+		c.AcceptDurabilityRiskName = "Config.AcceptDurabilityRisk"
 	}
 	if c.AcceptShortRetentionName == "" {
 		c.AcceptShortRetentionName = "Config.AcceptShortRetention"

@@ -25,8 +25,8 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // consoleConfig is Config.Console with what the server knows filled in
 // where it is empty: the sources (readiness and lag from their optional
-// interfaces), the scopes with their retentions, the registry and the
-// logger.
+// interfaces), the scopes with their retentions, the durability reader,
+// the registry and the logger.
 func (s *Server) consoleConfig() console.Config {
 	c := *s.cfg.Console
 	if c.Sources == nil {
@@ -45,6 +45,9 @@ func (s *Server) consoleConfig() console.Config {
 		for _, sr := range s.scopeRetentions() {
 			c.Scopes = append(c.Scopes, console.Scope{Name: sr.Scope, Retention: sr.Retention})
 		}
+	}
+	if c.Durability == nil {
+		c.Durability = s.cfg.Durability
 	}
 	if c.Gatherer == nil {
 		c.Gatherer = s.cfg.Registry

@@ -56,7 +56,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := server.New(server.Config{HTTPListen: ":9090", Ping: pool.Ping, Gauges: driver,
+	srv, err := server.New(server.Config{HTTPListen: ":9090", Ping: pool.Ping, Gauges: driver, Durability: driver,
 		Retention: server.Retention{Keep: 30 * 24 * time.Hour}, Purge: &purge.Config{}, Purger: driver})
 	if err != nil {
 		log.Fatal(err)

@@ -78,22 +78,35 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 
 // Ready runs the readiness checks of /readyz: "database" (Config.Ping),
 // "started" ("starting: " and the start-up check in progress, such as the
-// retention against a source, while Run checks), and one per source that is a source.Readier and per relay,
-// by name. Each entry is "ok" or what is wrong; ok is whether all are.
+// retention against a source, while Run checks), "durability" once
+// checked (with Config.Durability), and one per source that is a
+// source.Readier and per relay, by name. Each entry is "ok" or what is
+// wrong; ok is whether all are. The "durability" entry never fails: it is
+// "ok", or names the risks accepted at start (Config.AcceptDurabilityRisk)
+// and what could not be read, while the server is ready.
 func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) {
+	checks, failing := s.readiness(ctx)
+	return checks, len(failing) == 0
+}
+
+// readiness is Ready's checks and the names of those that fail.
+func (s *Server) readiness(ctx context.Context) (checks map[string]string, failing map[string]bool) {
 	cfg := s.Config()
-	checks, ok = map[string]string{"started": "ok"}, true
+	checks, failing = map[string]string{"started": "ok"}, map[string]bool{}
 	set := func(name string, err error) {
 		checks[name] = "ok"
 		if err != nil {
-			checks[name], ok = err.Error(), false
+			checks[name], failing[name] = err.Error(), true
 		}
+	}
+	if state, checked := s.durabilityCheck(); checked {
+		checks["durability"] = state
 	}
 	if cfg.Ping != nil {
 		set("database", cfg.Ping(ctx))
 	}
 	if !s.ready.Load() {
-		checks["started"], ok = "not started or stopping", false
+		checks["started"], failing["started"] = "not started or stopping", true
 		if step := s.starting.Load(); step != nil {
 			checks["started"] = "starting: " + *step
 		}
@@ -108,7 +121,7 @@ func (s *Server) Ready(ctx context.Context) (checks map[string]string, ok bool) 
 		// although the rest of the server looks fine.
 		set(r.Name, r.Relay.Health().Err())
 	}
-	return checks, ok
+	return checks, failing
 }
 
 // startOps registers the collectors, builds the console and starts the
@@ -129,7 +142,7 @@ func (s *Server) startOps() (func(), error) {
 // register adds txinbox_source_lag, txinbox_ready, the processors' metrics
 // and the inbox gauges to the registry.
 func (s *Server) register() error {
-	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources), newReadyCollector(s)}
+	cs := []prometheus.Collector{newLagCollector(s.cfg.Sources), newReadyCollector(s), newDurabilityCollector(s)}
 	if err := s.cfg.Registry.Register(s.cfg.Metrics); err != nil {
 		if _, already := err.(prometheus.AlreadyRegisteredError); !already {
 			return err

@@ -21,7 +21,7 @@ func newReadyCollector(s *Server) readyCollector {
 		all: prometheus.NewDesc("txinbox_ready",
 			"1 when every readiness check of /readyz passes, else 0 (starting, stopping, or a check fails).", nil, nil),
 		check: prometheus.NewDesc("txinbox_ready_check",
-			"1 when this readiness check of /readyz passes, else 0; check is database, started, or a source's or relay's name.",
+			"1 when this readiness check of /readyz passes, else 0; check is database, started, durability (1 also with a risk accepted at start), or a source's or relay's name.",
 			[]string{"check"}, nil)}
 }
 
@@ -36,10 +36,10 @@ func (c readyCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c readyCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	checks, ok := c.s.Ready(ctx)
-	ch <- prometheus.MustNewConstMetric(c.all, prometheus.GaugeValue, gaugeOf(ok))
-	for name, state := range checks {
-		ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, gaugeOf(state == "ok"), name)
+	checks, failing := c.s.readiness(ctx)
+	ch <- prometheus.MustNewConstMetric(c.all, prometheus.GaugeValue, gaugeOf(len(failing) == 0))
+	for name := range checks {
+		ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, gaugeOf(!failing[name]), name)
 	}
 }
 

@@ -19,7 +19,9 @@
 // again (while /healthz already answers and /readyz names the check)
 // (source.Horizoner, Source.RetryWindow, Endpoint.RetryWindow) and refuses to
 // start with a *RetentionError when a retention is shorter, unless
-// Config.AcceptShortRetention.
+// Config.AcceptShortRetention. It then reads the database's durability
+// settings (Config.Durability) and refuses with a *DurabilityError those
+// that can lose acknowledged messages, unless Config.AcceptDurabilityRisk.
 package server
 
 import (
@@ -54,9 +56,11 @@ type Server struct {
 	// starting names the start-up check in progress (the retention
 	// against one source), for /readyz; nil when none is.
 	starting atomic.Pointer[string]
-	hooks    []txinbox.Hook
-	handler  http.Handler
-	console  lateHandler
+	// durability is what CheckDurability read, nil before.
+	durability atomic.Pointer[durabilityState]
+	hooks      []txinbox.Hook
+	handler    http.Handler
+	console    lateHandler
 
 	mu      sync.Mutex
 	started bool
@@ -169,7 +173,8 @@ func (s *Server) add(change func(*Config)) error {
 // and commit and ack the batches in flight, all within the shutdown
 // timeout, after which what is left is cut (nothing of it acked). It
 // returns nil after a clean stop; a *RetentionError when a retention is
-// too short; the failure of a source (wrapped with its name); or a
+// too short; a *DurabilityError when the database can lose acknowledged
+// messages; the failure of a source (wrapped with its name); or a
 // *CutError when batches or requests were cut; ErrStartCanceled (with
 // ctx's error) when ctx ended during the start-up. A Server runs once.
 func (s *Server) Run(ctx context.Context) error {
@@ -194,6 +199,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer stopOps()
 	if err := s.CheckRetention(ctx); err != nil {
+		return startErr(ctx, err)
+	}
+	if err := s.CheckDurability(ctx); err != nil {
 		return startErr(ctx, err)
 	}
 	if s.cfg.Purge != nil {

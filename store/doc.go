@@ -85,6 +85,10 @@
 //     holds uncommitted ends at once as txinbox.InFlight
 //     (txinbox.Config.FailFastInFlight), the rest of the batch going on.
 //     Without it, the claim waits for that transaction to end.
+//   - [DurabilityReader] (Driver): the settings that decide whether a
+//     commit survives a crash or a failover are read at start (server.Run
+//     refuses those that can lose acknowledged messages unless accepted)
+//     and shown by status and the console. Without it, nothing is checked.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

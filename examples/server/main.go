@@ -68,7 +68,8 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	}
 	srv, err := server.New(server.Config{
 		HTTPListen: getenv("OPS_LISTEN", ":9090"), Logger: logger, Ping: pool.Ping, Gauges: driver,
-		Retention: server.Retention{Keep: 30 * 24 * time.Hour},
+		Durability: driver, // refuses fsync=off, synchronous_commit=off, asynchronous standbys at start
+		Retention:  server.Retention{Keep: 30 * 24 * time.Hour},
 		// The AS4 messages are purged with the inbox rows.
 		Purge:  &purge.Config{Tables: []purge.Table{{Name: "as4_messages", Purge: as4Store.Purge, Count: as4Store.Expired}}},
 		Purger: driver,

@@ -48,10 +48,11 @@ type statusCommand struct {
 
 func (c *statusCommand) Info() clikit.CommandInfo {
 	return clikit.CommandInfo{Name: "status", Summary: "count the inbox, failing messages, dead letters, drift and the outbox, in all and per scope",
-		Description: `Prints the totals and, per scope, the inbox rows, those received longer ago than
-the retention (waiting for the purge: the purge lag), the oldest row, the
-messages failing (retried, not processed yet), the live dead letters and the
-drift records; then the outbox backlog. The totals are the sums of the scope
+		Description: `Prints the totals, the database's durability settings (what a crash or a
+failover can lose: serve's start-up check) and, per scope, the inbox rows,
+those received longer ago than the retention (waiting for the purge: the
+purge lag), the oldest row, the messages failing (retried, not processed
+yet), the live dead letters and the drift records; then the outbox backlog. The totals are the sums of the scope
 rows shown. It scans the tables: run it on a replica for very large inboxes.`,
 		Examples: []clikit.Example{
 			{Command: "txinbox status --db postgres://localhost/billing"},
@@ -93,12 +94,14 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 		}
 		return duration.Format(c.retention)
 	}
+	du, duErr := readDurability(ctx, db)
 	if c.json {
-		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr))
+		printStatusJSON(in.Env.Stdout, db, sumScopes(scopes), scopes, retentionOf, outboxJSON(ob, obErr), durabilityJSON(du, duErr))
 		return clikit.ExitOK
 	}
 	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	printStatusTotals(w, db, sumScopes(scopes))
+	printDurability(w, du, duErr)
 	printOutboxStatus(w, ob, obErr)
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
 	w.Flush()
@@ -219,7 +222,7 @@ func scopeStats(ctx context.Context, admin store.Admin, def time.Duration, perSc
 	return out, nil
 }
 
-func printStatusJSON(w io.Writer, db *clikit.InboxDB, s store.ScopeStats, scopes []store.ScopeStats, retentionOf func(string) string, ob any) {
+func printStatusJSON(w io.Writer, db *clikit.InboxDB, s store.ScopeStats, scopes []store.ScopeStats, retentionOf func(string) string, ob, du any) {
 	per := make([]map[string]any, len(scopes))
 	for i, x := range scopes {
 		per[i] = map[string]any{"scope": x.Scope, "inbox": x.Inbox, "retention": retentionOf(x.Scope), "expired": x.Expired, "oldest_inbox": clikit.TimeOrNil(x.OldestInbox),
@@ -227,7 +230,7 @@ func printStatusJSON(w io.Writer, db *clikit.InboxDB, s store.ScopeStats, scopes
 	}
 	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // stdout
 		"db": db.Kind, "inbox": s.Inbox, "expired": s.Expired, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-		"drift": s.Drift, "oldest_inbox": clikit.TimeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob})
+		"drift": s.Drift, "oldest_inbox": clikit.TimeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob, "durability": du})
 }
 
 // driftParent is txinbox drift: list and show.

@@ -58,7 +58,12 @@ func TestMigrateAndAdminOnSQLite(t *testing.T) {
 		scopes[0].(map[string]any)["inbox"] != 1.0 || scopes[0].(map[string]any)["expired"] != 0.0 {
 		t.Errorf("status scopes: %v", st["scopes"])
 	}
-	if out, _, code := run(t, "status", "--db", db); code != 0 || !strings.Contains(out, "EXPIRED (> 30d)") {
+	if du, _ := st["durability"].(map[string]any); du == nil || du["settings"].(map[string]any)["synchronous"] != "FULL" ||
+		len(du["risks"].([]any)) != 0 || !strings.Contains(du["crash"].(string), "loses no acked message") {
+		t.Errorf("status durability: %v", st["durability"])
+	}
+	if out, _, code := run(t, "status", "--db", db); code != 0 || !strings.Contains(out, "EXPIRED (> 30d)") ||
+		!strings.Contains(out, "no setting loses acknowledged messages") {
 		t.Errorf("status table: %d %q", code, out)
 	}
 	out, _, code = run(t, "drift", "list", "--db", db)

@@ -37,8 +37,8 @@ type Cluster struct {
 	killed bool
 }
 
-// StartCluster initializes and starts a cluster on a free loopback port,
-// with its data directory under t.TempDir(), and stops it (immediate mode)
+// StartCluster initializes and starts a cluster on a free loopback port
+// (fsync off), with its data directory under t.TempDir(), and stops it (immediate mode)
 // at cleanup. It skips the test when the binaries, su or the postgres user
 // are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
 func StartCluster(t testing.TB) *Cluster {

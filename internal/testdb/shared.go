@@ -135,7 +135,7 @@ func startShared(dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := c.startOnFreePort(sharedMaxConns, "-c fsync=off"); err != nil {
+	if err := c.startOnFreePort(sharedMaxConns, "-c fsync=on"); err != nil {
 		return 0, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "port"), []byte(strconv.Itoa(c.port)), 0o600); err != nil {

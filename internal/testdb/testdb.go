@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -156,4 +157,34 @@ func Server() (string, error) {
 		return u, err
 	}
 	return u, nil
+}
+
+// NewDatabase creates a database with a random name on the server of
+// pool, drops it at cleanup (WITH (FORCE): a pooler may still hold
+// connections to it), and returns its name. A test that goes through a
+// connection pooler uses it instead of NewSchema: the pooler refuses a
+// search_path startup parameter, and a database of its own needs none.
+func NewDatabase(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "t_" + hex.EncodeToString(b)
+	if _, err := pool.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") //nolint:errcheck // best effort
+	})
+	return name
+}
+
+// WithDatabase is the URL u naming the database db instead of its own.
+func WithDatabase(t testing.TB, u, db string) string {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
+	parsed.Path = "/" + db
+	return parsed.String()
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/sourcetest"
 	"github.com/txinbox/txinbox/store"
@@ -237,4 +238,21 @@ func (b *broker) DeadLetters(context.Context) ([][]byte, error) {
 		}
 	})
 	return bodies, err
+}
+
+// TestConformanceBehindPgBouncer runs the suite over a quorum queue with
+// the inbox reached through PgBouncer, in transaction pooling (pgx's
+// cache_describe mode) and in session pooling (pgx's default mode): the
+// crash tests SIGKILL consumer processes whose connections the pooler
+// holds.
+func TestConformanceBehindPgBouncer(t *testing.T) {
+	requireRabbitMQ(t)
+	for mode, url := range map[string]string{"transaction": testdb.RequirePgBouncer(t), "session": testdb.RequirePgBouncerSession(t)} {
+		t.Run(mode, func(t *testing.T) {
+			h := harness(true)
+			h.Name += " behind PgBouncer (" + mode + " pooling)"
+			h.DatabaseURL = url
+			sourcetest.Run(t, h)
+		})
+	}
 }

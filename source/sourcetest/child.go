@@ -39,6 +39,7 @@ const (
 type childSpec struct {
 	Desc   string `json:"desc"`
 	Schema string `json:"schema"`
+	URL    string `json:"url"` // the inbox database's, with Harness.DatabaseURL
 	Crash  string `json:"crash"`
 }
 
@@ -62,11 +63,17 @@ func runChild(h Harness, specJSON string) error {
 		return err
 	}
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testdb.URL())
+	url := spec.URL
+	if url == "" {
+		url = testdb.URL()
+	}
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return err
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = spec.Schema
+	if spec.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = spec.Schema
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -120,7 +127,7 @@ func (crashHook) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 // SIGKILLs it.
 func (f *fixture) killChildAt(crash string) {
 	f.t.Helper()
-	spec, _ := json.Marshal(childSpec{Desc: f.desc, Schema: f.schema, Crash: crash}) // strings only
+	spec, _ := json.Marshal(childSpec{Desc: f.desc, Schema: f.schema, URL: f.url, Crash: crash}) // strings only
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
 	var stderr strings.Builder

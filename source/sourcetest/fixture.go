@@ -27,6 +27,9 @@ type fixture struct {
 	broker Broker
 	desc   string
 	schema string
+	// url is the inbox database's URL with Harness.DatabaseURL, where
+	// the schema is empty; "" otherwise.
+	url    string
 	pool   *pgxpool.Pool
 	driver *pgstore.Driver
 	seen   *observer
@@ -36,8 +39,13 @@ func newFixture(t *testing.T, h Harness) *fixture {
 	t.Helper()
 	admin := testdb.Require(t)
 	f := &fixture{t: t, h: h, seen: newObserver()}
-	f.schema = testdb.NewSchema(t, admin)
-	f.pool = testdb.PoolIn(t, f.schema, 8)
+	if h.DatabaseURL != "" {
+		f.url = testdb.WithDatabase(t, h.DatabaseURL, testdb.NewDatabase(t, admin))
+		f.pool = openPool(t, f.url)
+	} else {
+		f.schema = testdb.NewSchema(t, admin)
+		f.pool = testdb.PoolIn(t, f.schema, 8)
+	}
 	d, err := openInbox(context.Background(), f.pool)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +53,22 @@ func newFixture(t *testing.T, h Harness) *fixture {
 	f.driver = d
 	f.broker, f.desc = h.New(t)
 	return f
+}
+
+// openPool opens a pool of 8 connections on url, closed at cleanup.
+func openPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // openInbox migrates the inbox in the pool's schema and creates the

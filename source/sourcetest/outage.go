@@ -74,7 +74,11 @@ func testDatabaseOutage(f *fixture) {
 // (application_name app) pass through a proxy, and returns the proxy.
 func (f *fixture) proxiedInbox(app string) *Proxy {
 	f.t.Helper()
-	cfg, err := pgxpool.ParseConfig(testdb.URL())
+	u := f.url
+	if u == "" {
+		u = testdb.URL()
+	}
+	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -84,7 +88,9 @@ func (f *fixture) proxiedInbox(app string) *Proxy {
 	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
 	cfg.ConnConfig.ConnectTimeout = time.Second
 	cfg.ConnConfig.Fallbacks = nil
-	cfg.ConnConfig.RuntimeParams["search_path"] = f.schema
+	if f.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = f.schema
+	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	cfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

@@ -105,4 +105,11 @@ type Harness struct {
 	// Open opens the destination that New described, in a child
 	// process.
 	Open func(ctx context.Context, desc string) (Broker, error)
+	// DatabaseURL is where the consumers reach the inbox's database: a
+	// connection pooler's URL (PgBouncer in front of the test database,
+	// say). Each test then gets a database of its own (created on the
+	// test database's server, reached through the URL with its name), as
+	// a pooler refuses the search_path of a schema per test. Defaults to
+	// "": the test database, a schema per test.
+	DatabaseURL string
 }

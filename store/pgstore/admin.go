@@ -14,10 +14,15 @@ import (
 
 // Migrate applies the embedded migrations that are not applied yet. It
 // holds a transaction-scoped advisory lock, so two processes migrating at
-// once take turns and the second finds nothing left to do.
+// once take turns and the second finds nothing left to do. It calls
+// CheckPooler first: a pool that cannot work behind the transaction pooler
+// it finds is refused before anything changes.
 func (d *Driver) Migrate(ctx context.Context) error {
 	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), d.t)
 	if err != nil {
+		return err
+	}
+	if _, err := d.CheckPooler(ctx); err != nil {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {

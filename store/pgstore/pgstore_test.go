@@ -57,7 +57,9 @@ func newHarness(name string, partitioned bool, mode string) storetest.Harness[pg
 			if err != nil {
 				return nil, nil, err
 			}
-			cfg.ConnConfig.RuntimeParams["search_path"] = schema
+			if schema != "" { // none: a database of its own, behind PgBouncer (bouncerHarness)
+				cfg.ConnConfig.RuntimeParams["search_path"] = schema
+			}
 			pool, err := pgxpool.NewWithConfig(ctx, cfg)
 			if err != nil {
 				return nil, nil, err

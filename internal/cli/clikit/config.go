@@ -13,7 +13,8 @@ import (
 // ApplyConfig fills the flags of fs that the command line left unset: from
 // the environment (TXINBOX_ and the flag's name in upper case with _ for -,
 // e.g. TXINBOX_AS4_LISTEN), else from the YAML file at path, whose keys are
-// the flag names. Precedence: command line, environment, file, defaults.
+// the flag names (an underscore may stand for a dash: accept_durability_risk
+// is --accept-durability-risk). Precedence: command line, environment, file, defaults.
 // Errors name the file, line and key, or the variable. A list setting may
 // be a YAML sequence: its items are given to a repeatable flag one by one
 // (--effect-sql) and joined with commas for the others (--kafka-topics).
@@ -80,6 +81,11 @@ func applyConfigFile(fs *flag.FlagSet, path string, explicit map[string]bool, se
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
+		if fs.Lookup(k.Value) == nil && sections[k.Value] == nil {
+			if dashed := strings.ReplaceAll(k.Value, "_", "-"); fs.Lookup(dashed) != nil {
+				k.Value = dashed // accept_durability_risk is --accept-durability-risk
+			}
+		}
 		if sec := sections[k.Value]; sec != nil && fs.Lookup(k.Value) == nil {
 			if err := applySection(path, k, v, sec); err != nil {
 				return err

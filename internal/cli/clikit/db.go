@@ -117,9 +117,15 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 			if pool != nil {
 				pool.Close()
 			}
+			if strings.Contains(err.Error(), "unsupported startup parameter") {
+				err = fmt.Errorf("%w (a connection pooler such as PgBouncer refuses it: leave it out of the URL; for search_path, give --schema)", err)
+			}
 			return nil, ConnectError{fmt.Errorf("connecting to %s: %w", where, err)}
 		}
 		d, err := pgstore.New(pool, pgstore.Options{Schema: f.Schema, TablePrefix: f.Prefix})
+		if err == nil {
+			_, err = d.CheckPooler(pctx)
+		}
 		if err != nil {
 			pool.Close()
 			return nil, err

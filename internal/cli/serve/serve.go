@@ -49,7 +49,7 @@ func (c *Command) Info() clikit.CommandInfo {
 			{Command: "TXINBOX_DB=inbox.db txinbox serve --kafka-brokers localhost:9092 --kafka-topics invoices --effect outbox"}},
 		ExitCodes: []clikit.ExitCode{{Code: clikit.ExitOK, What: "stopped by a signal after a clean drain"},
 			{Code: clikit.ExitFailure, What: "a source or the database failed (also a database that does not answer at start), or the drain was cut by --shutdown-timeout"},
-			{Code: clikit.ExitUsage, What: "bad flags or configuration, a retention shorter than a source's horizon, or the database cannot be opened"}}}
+			{Code: clikit.ExitUsage, What: "bad flags or configuration, a retention shorter than a source's horizon, a database setting that can lose acknowledged messages (see --accept-durability-risk), or the database cannot be opened"}}}
 }
 
 // Define defines the flags of txinbox serve.
@@ -66,7 +66,7 @@ func (c *Command) Define(fs *clikit.FlagSet, env *clikit.Env) {
 	fs.GroupPrefix("Outbox relay", "relay-")
 	fs.GroupPrefix("Retention and purge", "retention", "purge-", "no-purge", "retry-window", "accept-short-retention")
 	fs.GroupPrefix("Web console", "console-", "no-console")
-	fs.GroupPrefix("Operations", "http-listen", "log-", "otel-", "shutdown-timeout", "config")
+	fs.GroupPrefix("Operations", "http-listen", "log-", "otel-", "shutdown-timeout", "config", "accept-durability-risk")
 }
 
 // Run runs txinbox serve with the flags parsed.
@@ -433,6 +433,10 @@ func serveExit(env *clikit.Env, err error) int {
 	if errors.Is(err, server.ErrStartCanceled) { // a signal during the retention check
 		fmt.Fprintln(env.Stderr, "txinbox serve: stopped during start-up")
 		return clikit.ExitOK
+	}
+	if _, risky := errors.AsType[*server.DurabilityError](err); risky {
+		fmt.Fprintln(env.Stderr, "txinbox serve:", err) // our own lines, bounded: never clipped
+		return clikit.ExitUsage
 	}
 	fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
 	_, short := errors.AsType[*server.RetentionError](err)

@@ -359,13 +359,32 @@ effect-sql:
 // effect (nothing lost, nothing doubled) and everything is acked.
 func TestServeBinarySIGKILLRestart(t *testing.T) {
 	t.Parallel()
+	serveSIGKILLRestart(t, testdb.URL())
+}
+
+// TestServeBinarySIGKILLRestartBehindPgBouncer is the same through
+// PgBouncer in transaction pooling (pgx's cache_describe mode) and in
+// session pooling (pgx's default mode).
+func TestServeBinarySIGKILLRestartBehindPgBouncer(t *testing.T) {
+	t.Parallel()
+	for mode, u := range map[string]string{"transaction": testdb.RequirePgBouncer(t), "session": testdb.RequirePgBouncerSession(t)} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			serveSIGKILLRestart(t, u)
+		})
+	}
+}
+
+// serveSIGKILLRestart runs serve on the database at dbURL, the inbox in a
+// schema of its own (--schema).
+func serveSIGKILLRestart(t *testing.T, dbURL string) {
 	pool := testdb.Require(t)
 	schema := testdb.NewSchema(t, pool)
 	effectsTable(t, pool, schema)
 	natsURL, js := startNATS(t)
 	const orders, resent = 800, 100
 	publishOrders(t, js, orders, resent)
-	args := []string{"--db", testdb.URL(), "--schema", schema, "--no-purge", "--nats-url", natsURL, "--nats-stream", "ORDERS",
+	args := []string{"--db", dbURL, "--schema", schema, "--no-purge", "--nats-url", natsURL, "--nats-stream", "ORDERS",
 		"--nats-consumer", "restart", "--nats-key", "header:message-id", "--nats-ack-wait", "1s", "--effect", "sql",
 		// The sleep makes each batch of 100 take about half a second, so
 		// that the kill lands in the middle of the stream.

@@ -32,6 +32,10 @@ type serveOps struct {
 	RetryWindow string
 	// AcceptShortRetention accepts a retention shorter than RetryWindow.
 	AcceptShortRetention bool
+	// AcceptDurabilityRisk starts although the database can lose
+	// acknowledged messages (fsync=off, synchronous_commit=off,
+	// asynchronous replication, ...).
+	AcceptDurabilityRisk bool
 
 	retention   time.Duration
 	retryWindow time.Duration
@@ -48,6 +52,9 @@ func (o *serveOps) register(fs *flag.FlagSet) {
 	clikit.DurationTextFlag(fs, &o.RetryWindow, "retry-window", "7d", "how long senders (AS4 partners, and RabbitMQ and NATS producers unless set apart) may resend a message; --retention must be at least this")
 	fs.BoolVar(&o.AcceptShortRetention, "accept-short-retention", false,
 		"start although --retention is shorter than a retry window or a broker's retention (a message delivered again after the retention is processed again); logged at start")
+	fs.BoolVar(&o.AcceptDurabilityRisk, "accept-durability-risk", false,
+		"start although a database setting can lose acknowledged messages on a crash or a failover (fsync=off, synchronous_commit=off, "+
+			"asynchronous standbys, SQLite synchronous=NORMAL); named in /readyz, txinbox_durability_risk and the console")
 	o.traces.register(fs)
 	o.console.register(fs)
 }
@@ -91,7 +98,11 @@ func (o *serveOptions) serverConfig(env *clikit.Env, db *clikit.InboxDB, logger 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg = server.Config{Ping: db.Ping, Logger: logger, Registry: registry, TracerProvider: tp,
 		HTTPListen: o.ops.HTTPListen, Retention: o.ops.defaultRetention(), ShutdownTimeout: o.ShutdownTimeout,
-		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention"}
+		AcceptShortRetention: o.ops.AcceptShortRetention, AcceptShortRetentionName: "--accept-short-retention",
+		AcceptDurabilityRisk: o.ops.AcceptDurabilityRisk, AcceptDurabilityRiskName: "--accept-durability-risk (YAML accept_durability_risk: true)"}
+	if dr, ok := db.Admin.(store.DurabilityReader); ok {
+		cfg.Durability = dr
+	}
 	if o.ops.HTTPListen != "" {
 		cfg.Console = o.ops.console.config(db, as4Store)
 	}
