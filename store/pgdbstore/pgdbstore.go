@@ -193,3 +193,14 @@ func literal(a any) any {
 	}
 	return a
 }
+
+// ErrNotPartitioned is returned by the partition methods of a Driver whose
+// inbox table is not partitioned (pgstore.ErrNotPartitioned, the same
+// error).
+var ErrNotPartitioned = pgcore.ErrNotPartitioned
+
+// ErrPeriodSwitchBusy is pgstore.ErrPeriodSwitchBusy, the same error.
+var ErrPeriodSwitchBusy = pgcore.ErrPeriodSwitchBusy
+
+// Period describes one period of the partitioned layout (pgstore.Period).
+type Period = pgcore.Period
