@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/store/pgdbstore"
 )
 
@@ -49,21 +48,7 @@ func (be *benchEnv) txinboxDatabaseSQL(ctx context.Context, dup float64) (*bench
 
 // declarativeDatabaseSQL is declarative on pgdbstore.
 func (be *benchEnv) declarativeDatabaseSQL(ctx context.Context, dup float64) (*benchResult, error) {
-	eff, err := effect.New(ctx, be.sqlDriver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}})
-	if err != nil {
-		return nil, err
-	}
-	cfg := eff.Apply(txinbox.Config[*sql.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "bench")
-	p, err := txinbox.NewProcessor(be.sqlDriver, cfg)
-	if err != nil {
-		return nil, err
-	}
-	r, err := be.feedProcessor(ctx, "database/sql", dup, be.o.conns, p.Process)
-	if r != nil {
-		r.Name = "txinbox-declarative"
-	}
-	return r, err
+	return declarativeOn(ctx, be, be.sqlDriver, "database/sql", dup)
 }
 
 // textArray is a PostgreSQL text array literal of ids (the bench's ids
