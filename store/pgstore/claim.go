@@ -8,8 +8,10 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgcore"
 )
 
 // Claim claims the rows' keys in one statement (the transaction's first
@@ -23,13 +25,13 @@ func (t *pgTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimR
 	plan := t.takePlan()
 	if plan != nil {
 		claim, classify = t.q.ClaimCP, t.q.ClaimClassifyCP
-		args = append(args, checkpointArgs(plan)...)
+		args = append(args, pgcore.CheckpointArgs(plan)...)
 	}
 	var err error
 	switch {
-	case t.layout.partitioned:
+	case t.layout.Partitioned:
 		err = t.claimed(ctx, t.q.ClaimPartitioned, markInserted(v, res), args...)
-	case t.q.duplicates.Load() && distinct(v):
+	case t.q.Duplicates.Load() && pgcore.Distinct(v.n, v.key):
 		err = t.claimed(ctx, classify, classifyClaimed(res), args...)
 	default:
 		err = t.claimed(ctx, claim, markInserted(v, res), args...)
@@ -52,12 +54,6 @@ func (t *pgTx) takePlan() *store.Checkpoint {
 		return nil
 	}
 	return plan
-}
-
-// checkpointArgs are the parameters of a checkpoint's row, in the order
-// the statements that save one take them.
-func checkpointArgs(cp *store.Checkpoint) []any {
-	return []any{cp.Scope, cp.Source, cp.PartitionText(), cp.Position}
 }
 
 // newClaimArgs are a claim's parameters $1-$7 (pgsql.BatchRows): columns of v,
@@ -84,58 +80,9 @@ func newClaimArgs(v claimView) []any {
 }
 
 // afterClaim chooses the next claim and looks up the keys the claim left
-// unanswered.
+// unanswered (pgcore.AfterClaim).
 func (t *pgTx) afterClaim(ctx context.Context, res []store.ClaimResult, v claimView) ([]store.ClaimResult, error) {
-	if !t.layout.partitioned {
-		t.expectDuplicates(res)
-	}
-	// The keys the claim left unanswered: every key not inserted, or with
-	// claimClassify those whose conflicting row was committed after the
-	// claim's snapshot.
-	var pending []int
-	for i := range res {
-		if res[i].Status == 0 {
-			pending = append(pending, i)
-		}
-	}
-	if len(pending) == 0 {
-		return res, nil
-	}
-	return res, t.lookup(ctx, res, pending, v)
-}
-
-// expectDuplicates chooses the next claim from this one's answer. The
-// claim that also classifies the keys it did not insert saves a round
-// trip to batches with duplicates, but costs every batch a little more
-// server time than the one that returns the inserted keys only; with
-// duplicates (redeliveries) coming in runs, the last batch is a good guess
-// for the next one.
-func (t *pgTx) expectDuplicates(res []store.ClaimResult) {
-	dups := false
-	for i := range res {
-		if res[i].Status != store.ClaimNew {
-			dups = true
-			break
-		}
-	}
-	if t.q.duplicates.Load() != dups {
-		t.q.duplicates.Store(dups)
-	}
-}
-
-// distinct reports whether no key repeats in rows, as Claim's contract
-// says: claimClassify would report every copy of a key inserted, the
-// plain claim only one.
-func distinct(v claimView) bool {
-	seen := make(map[store.Key]struct{}, v.n)
-	for i := range v.n {
-		k := v.key(i)
-		if _, ok := seen[k]; ok {
-			return false
-		}
-		seen[k] = struct{}{}
-	}
-	return true
+	return res, pgcore.AfterClaim(ctx, t.d.core, t.querier(), t.layout, res, v.key)
 }
 
 // claimed runs a claim statement, beginning the transaction in the same
@@ -149,10 +96,10 @@ func (t *pgTx) claimed(ctx context.Context, claim string, scan func(pgx.Rows) er
 		return scan(rs)
 	}
 	b := t.firstBatch()
-	if t.layout.partitioned {
+	if t.layout.Partitioned {
 		// Same round trip; the claim's own snapshot is taken after the
 		// lock is granted (partition.go).
-		b.Queue(lockPeriodShared, t.layout.periodLock)
+		b.Queue(pgcore.LockPeriodShared, t.layout.PeriodLock)
 	}
 	b.Queue(claim, args...).Query(scan)
 	return t.sendFirst(ctx, b)
@@ -189,7 +136,7 @@ func classifyClaimed(res []store.ClaimResult) func(pgx.Rows) error {
 			}
 			r := &res[ord-1]
 			r.Status = 0
-			classifySeen(r, hash, dead)
+			pgcore.ClassifySeen(r, hash, dead)
 			return nil
 		})
 		return err
@@ -251,53 +198,11 @@ func markOrdinals(res []store.ClaimResult) func(pgx.Rows) error {
 	}
 }
 
-// classifySeen classifies a key that was not inserted from what a
-// statement saw of it (the inbox row's and the dead letter's payload
-// hashes), and reports whether it saw it at all.
-func classifySeen(r *store.ClaimResult, hash, dead []byte) bool {
-	switch {
-	case hash != nil:
-		r.Status, r.StoredHash = store.ClaimExisting, append([]byte(nil), hash...)
-	case dead != nil:
-		r.Status, r.StoredHash = store.ClaimDeadLettered, append([]byte(nil), dead...)
-	default:
-		return false
-	}
-	return true
-}
-
-// lookup fills in the rows at the indexes pending, in a statement of its
-// own: a new READ COMMITTED snapshot, which sees the rows of the
-// transactions the claim waited for. Only those are looked up, each index
-// probe costs as much as an insert's.
-func (t *pgTx) lookup(ctx context.Context, res []store.ClaimResult, pending []int, v claimView) error {
-	lscopes, lids := make([]string, len(pending)), make([]string, len(pending))
-	for j, i := range pending {
-		k := v.key(i)
-		lscopes[j], lids[j] = k.Scope, k.MessageID
-	}
-	lookup := t.q.Lookup
-	if t.layout.partitioned {
-		lookup = t.q.LookupPartitioned
-	}
-	var db querier = t.pool // after an autocommitted claim (CommitEffect)
+// querier is the transaction as a pgcore.Querier, or the pool before it
+// began and after an autocommitted claim (CommitEffect).
+func (t *pgTx) querier() pgcore.Querier {
 	if t.tx != nil {
-		db = t.tx
+		return onTx(t.tx)
 	}
-	rs, err := db.Query(ctx, lookup, lscopes, lids)
-	if err != nil {
-		return err
-	}
-	var ord int
-	var hash, dead []byte
-	_, err = pgx.ForEachRow(rs, []any{&ord, &hash, &dead}, func() error {
-		if ord < 1 || ord > len(pending) {
-			return fmt.Errorf("pgstore: lookup returned ordinal %d for %d keys", ord, len(pending))
-		}
-		if i := pending[ord-1]; !classifySeen(&res[i], hash, dead) {
-			return fmt.Errorf("%w: %q/%q", store.ErrClaimRace, v.key(i).Scope, v.key(i).MessageID)
-		}
-		return nil
-	})
-	return err
+	return pgxQuerier[*pgxpool.Pool]{t.pool}
 }

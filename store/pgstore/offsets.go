@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgcore"
 	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
@@ -29,7 +30,7 @@ var _ store.DeferredAdvancer = (*pgTx)(nil)
 // round trip (firstBatch) carries the guarded move.
 func (t *pgTx) DeferAdvance(cp store.Checkpoint, previous int64) {
 	if t.tx == nil {
-		t.advance = append(checkpointArgs(&cp), previous)
+		t.advance = append(pgcore.CheckpointArgs(&cp), previous)
 	}
 }
 
@@ -38,7 +39,7 @@ func (t *pgTx) DeferAdvance(cp store.Checkpoint, previous int64) {
 // trip.
 func (t *pgTx) AdvanceCheckpoint(ctx context.Context, cp store.Checkpoint, previous int64) (bool, error) {
 	var n int64
-	args := append(checkpointArgs(&cp), previous)
+	args := append(pgcore.CheckpointArgs(&cp), previous)
 	if t.tx != nil {
 		err := t.tx.QueryRow(ctx, t.q.Advance, args...).Scan(&n)
 		return n == 1, err

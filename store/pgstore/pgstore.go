@@ -9,10 +9,7 @@ package pgstore
 
 import (
 	"context"
-	"embed"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,18 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
-	"github.com/txinbox/txinbox/store/internal/pgsql"
+	"github.com/txinbox/txinbox/store/internal/pgcore"
 	"github.com/txinbox/txinbox/store/schema"
 )
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// partitionedFS holds the DDL of the partitioned layout, applied by the
-// first Migrate of a driver with Options.Partitioned (see partition.go).
-//
-//go:embed partitioned/*.sql
-var partitionedFS embed.FS
 
 // Options configures a Driver.
 type Options struct {
@@ -62,18 +50,18 @@ type Options struct {
 	PartitionPeriod time.Duration
 }
 
+// core is the code pgstore shares with every PostgreSQL store
+// (store/internal/pgcore): the admin, purge and partition methods of
+// Driver are its own.
+type core = pgcore.Core
+
 // Driver is a store.Driver[pgx.Tx] on a pgx connection pool.
 type Driver struct {
-	pool   *pgxpool.Pool
-	schema string
-	t      schema.Tables
-	q      queries
-	opts   Options
-	// periods is the qualified name of the period table of the
-	// partitioned layout.
-	periods string
-	// layout is the detected table layout, nil until known.
-	layout atomic.Pointer[layout]
+	*core
+	pool *pgxpool.Pool
+	t    schema.Tables
+	q    *pgcore.Queries
+	opts Options
 }
 
 var (
@@ -88,25 +76,27 @@ func New(pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	if pool == nil {
 		return nil, errors.New("pgstore: New: pool is nil")
 	}
-	if opts.TablePrefix == "" {
-		opts.TablePrefix = "txinbox_"
-	}
-	if err := schema.ValidateIdent("pgstore: Options.Schema", opts.Schema, true); err != nil {
+	co := pgcore.Options{Name: "pgstore", Schema: opts.Schema, TablePrefix: opts.TablePrefix,
+		Partitioned: opts.Partitioned, PartitionPeriod: opts.PartitionPeriod}
+	if err := pgcore.Validate(&co); err != nil {
 		return nil, err
 	}
-	if err := schema.ValidateIdent("pgstore: Options.TablePrefix", opts.TablePrefix, false); err != nil {
-		return nil, err
-	}
-	if opts.PartitionPeriod == 0 {
-		opts.PartitionPeriod = 7 * 24 * time.Hour
-	}
-	if opts.PartitionPeriod < time.Minute {
-		return nil, fmt.Errorf("pgstore: Options.PartitionPeriod %s is below the minimum of 1m", opts.PartitionPeriod)
-	}
-	t := schema.NewTables(opts.Schema, opts.TablePrefix)
-	periods := pgsql.Qualify(opts.Schema, opts.TablePrefix+"inbox_periods")
-	return &Driver{pool: pool, schema: opts.Schema, t: t, q: newQueries(t, periods), opts: opts, periods: periods}, nil
+	opts.TablePrefix, opts.PartitionPeriod = co.TablePrefix, co.PartitionPeriod
+	c := pgcore.New(pgxDB{pgxQuerier[*pgxpool.Pool]{pool}}, co)
+	return &Driver{core: c, pool: pool, t: c.Tables(), q: pgcore.QueriesOf(c), opts: opts}, nil
 }
+
+// ErrNotPartitioned is returned by the partition methods of a Driver whose
+// inbox table is not partitioned.
+var ErrNotPartitioned = pgcore.ErrNotPartitioned
+
+// ErrPeriodSwitchBusy is returned by RotatePeriod when batch transactions
+// held the period lock longer than the switch may make new batches wait;
+// the next call tries again.
+var ErrPeriodSwitchBusy = pgcore.ErrPeriodSwitchBusy
+
+// Period describes one period of the partitioned layout.
+type Period = pgcore.Period
 
 // Pool returns the driver's pool.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
@@ -133,44 +123,24 @@ func (d *Driver) Ping(ctx context.Context) error {
 	return c.Ping(ctx)
 }
 
-// Tables returns the qualified, quoted table names, for operators' SQL.
-func (d *Driver) Tables() schema.Tables { return d.t }
-
 // Begin returns a batch transaction (READ COMMITTED, the default). It
 // begins with its first statement: with the claim, in one round trip.
 func (d *Driver) Begin(ctx context.Context) (store.Tx[pgx.Tx], error) {
-	l, err := d.layoutOf(ctx)
+	l, err := pgcore.LayoutOf(ctx, d.core)
 	if err != nil {
 		return nil, err
 	}
-	return &pgTx{pool: d.pool, q: &d.q, layout: l}, nil
+	return &pgTx{d: d, pool: d.pool, q: d.q, layout: l}, nil
 }
 
 // IsTransient reports deadlocks, serialization failures, claim races and
 // errors that pgx says happened before anything reached the server (a dead
 // pooled connection after a restart).
 func (d *Driver) IsTransient(err error) bool {
-	if errors.Is(err, store.ErrClaimRace) || pgconn.SafeToRetry(err) {
-		return true
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "40001" || pe.Code == "40P01"
-	}
-	return false
+	return errors.Is(err, store.ErrClaimRace) || pgconn.SafeToRetry(err) || pgcore.IsTransient(err)
 }
 
 // IsRefused reports a data exception (class 22), an integrity constraint
 // (23), a program limit (54) or an exception raised by a PL/pgSQL trigger
 // (P0): the database refused the work, tied to some message of the batch.
-func (d *Driver) IsRefused(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || len(pe.Code) < 2 {
-		return false
-	}
-	switch pe.Code[:2] {
-	case "22", "23", "54", "P0":
-		return true
-	}
-	return false
-}
+func (d *Driver) IsRefused(err error) bool { return pgcore.IsRefused(err) }

@@ -21,7 +21,7 @@ func (t *pgTx) TryLockKeys(ctx context.Context, keys []store.Key) ([]bool, error
 	err := t.claimed(ctx, t.q.LockKeys, func(rs pgx.Rows) error {
 		_, err := pgx.ForEachRow(rs, []any{&ok}, func() error { got = append(got, ok); return nil })
 		return err
-	}, scopes, ids, t.q.tables.Inbox)
+	}, scopes, ids, t.d.t.Inbox)
 	if err == nil && len(got) != len(keys) {
 		err = fmt.Errorf("pgstore: %d locks answered for %d keys", len(got), len(keys))
 	}

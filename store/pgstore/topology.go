@@ -50,3 +50,14 @@ var _ store.DurabilityReader = (*Driver)(nil)
 func (d *Driver) Durability(ctx context.Context) (store.Durability, error) {
 	return topology.ReadDurability(ctx, d.pool)
 }
+
+// Migrate applies the embedded migrations that are not applied yet (see
+// pgcore's Migrate: a transaction-scoped advisory lock makes two processes
+// take turns). It calls CheckPooler first: a pool that cannot work behind
+// the transaction pooler it finds is refused before anything changes.
+func (d *Driver) Migrate(ctx context.Context) error {
+	if _, err := d.CheckPooler(ctx); err != nil {
+		return err
+	}
+	return d.core.Migrate(ctx)
+}

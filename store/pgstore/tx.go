@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgcore"
 	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
@@ -31,8 +31,9 @@ type pgTx struct {
 	// guards Queue's appends (a handler's goroutines may queue at once).
 	queue   []queued
 	queueMu sync.Mutex
-	q       *queries
-	layout  *layout
+	d       *Driver
+	q       *pgcore.Queries
+	layout  *pgcore.Layout
 	// plan is the checkpoint the claim saves, if planned; saved is it
 	// once the claim saved it.
 	plan, saved *store.Checkpoint
@@ -48,7 +49,7 @@ var _ store.CheckpointPlanner = (*pgTx)(nil)
 // PlanCheckpoint implements store.CheckpointPlanner: the claim, if it is
 // the transaction's first statement, saves cp (plain layout).
 func (t *pgTx) PlanCheckpoint(cp store.Checkpoint) {
-	if t.tx == nil && !t.layout.partitioned {
+	if t.tx == nil && !t.layout.Partitioned {
 		t.plan = &cp
 	}
 }
@@ -114,10 +115,10 @@ func (t *pgTx) begin(ctx context.Context) error {
 		return nil
 	}
 	b := t.firstBatch()
-	if t.layout.partitioned {
+	if t.layout.Partitioned {
 		// Taken before any savepoint: a lock taken inside one would be
 		// released by ROLLBACK TO SAVEPOINT.
-		b.Queue(lockPeriodShared, t.layout.periodLock)
+		b.Queue(pgcore.LockPeriodShared, t.layout.PeriodLock)
 	}
 	return t.sendFirst(ctx, b)
 }
@@ -151,19 +152,7 @@ func (t *pgTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	return insertDrift(ctx, t.tx, t.q, rows)
-}
-
-func insertDrift(ctx context.Context, tx pgx.Tx, q *queries, rows []store.DriftRow) error {
-	n := len(rows)
-	scopes, ids, sources, positions := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	stored, received, at := make([][]byte, n), make([][]byte, n), make([]time.Time, n)
-	for i, r := range rows {
-		scopes[i], ids[i], sources[i], positions[i] = r.Scope, r.MessageID, r.Source, r.SourcePosition
-		stored[i], received[i], at[i] = r.StoredHash, r.ReceivedHash, r.DetectedAt
-	}
-	_, err := tx.Exec(ctx, q.Drift, scopes, ids, sources, positions, stored, received, at)
-	return err
+	return pgcore.InsertDrift(ctx, t.d.core, onTx(t.tx), rows)
 }
 
 // Savepoint sets the message's savepoint.
@@ -234,7 +223,7 @@ func (t *pgTx) DeadLetter(ctx context.Context, rows []store.DeadLetterRow) error
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	return insertDeadLetters(ctx, t.tx, t.q, rows)
+	return pgcore.InsertDeadLetters(ctx, t.d.core, onTx(t.tx), rows)
 }
 
 // SaveCheckpoint saves cp, unless the claim already saved it.
@@ -249,6 +238,6 @@ func (t *pgTx) SaveCheckpoint(ctx context.Context, cp store.Checkpoint) error {
 	if err := t.begin(ctx); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, t.q.Checkpoint, checkpointArgs(&cp)...)
+	_, err := t.tx.Exec(ctx, t.q.Checkpoint, pgcore.CheckpointArgs(&cp)...)
 	return err
 }

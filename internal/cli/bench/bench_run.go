@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -32,7 +34,10 @@ type benchEnv struct {
 	schema string
 	pool   *pgxpool.Pool
 	driver *pgstore.Driver
-	kafka  benchKafkaCluster // the Kafka scenarios' cluster, one per run
+	// sqlDB and sqlDriver are the database/sql store's (bench_dbsql.go).
+	sqlDB     *sql.DB
+	sqlDriver *pgdbstore.Driver
+	kafka     benchKafkaCluster // the Kafka scenarios' cluster, one per run
 	// apache is the real Kafka of --kafka-brokers, where e2e-kafka and
 	// kafka-watermark run too.
 	apache benchKafkaCluster
@@ -122,6 +127,10 @@ func newBenchEnv(ctx context.Context, env *clikit.Env, o benchOptions) (*benchEn
 		return nil, err
 	}
 	be.driver, _ = pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err := be.openDatabaseSQL(cfg); err != nil {
+		be.close()
+		return nil, err
+	}
 	if err := be.driver.Migrate(ctx); err != nil {
 		be.close()
 		return nil, err
@@ -138,6 +147,9 @@ func (be *benchEnv) close() {
 	defer cancel()
 	be.pool.Exec(ctx, "DROP SCHEMA "+be.schema+" CASCADE") //nolint:errcheck // best effort
 	be.pool.Close()
+	if be.sqlDB != nil {
+		be.sqlDB.Close()
+	}
 	be.kafka.close()
 }
 
@@ -258,8 +270,8 @@ func (l *latencies) percentile(p float64) float64 {
 // turns what they counted into a result.
 func (be *benchEnv) measure(ctx context.Context, name, storeName string, dup float64, workers int,
 	work func(ctx context.Context, w int, lat *latencies, msgs *atomic.Int64) error) (*benchResult, error) {
-	check := be.oneEffectPerInboxRow
-	if storeName != "postgres" {
+	check := be.oneEffectPerInboxRow // PostgreSQL, on either store: the bench's tables
+	if storeName == "sqlite" {
 		check = func(*benchResult) error { return nil }
 	}
 	return be.measureWith(ctx, name, storeName, dup, workers, check, work)

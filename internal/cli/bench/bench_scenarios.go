@@ -41,6 +41,8 @@ func (be *benchEnv) scenarios() []benchScenario {
 		{key: "light", name: "light-load", workers: 1, run: func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
 		{key: "light-busy", name: "light-load busy", workers: 1, run: be.lightBusy},
 		{key: "declarative", name: "txinbox-declarative", workers: o.conns, run: be.declarative},
+		{key: "database-sql", name: "txinbox", workers: o.conns, run: be.txinboxDatabaseSQL},
+		{key: "database-sql-declarative", name: "txinbox-declarative", workers: o.conns, run: be.declarativeDatabaseSQL},
 		{key: "sqlite", name: "txinbox", workers: 1, run: be.txinboxSQLite},
 	}
 	for _, k := range []*benchKafkaCluster{&be.kafka, &be.apache} {

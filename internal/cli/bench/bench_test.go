@@ -26,6 +26,9 @@ func TestBenchSmoke(t *testing.T) {
 		Kafka30           float64 `json:"e2e_kafka_msgs_per_s_dup30"`
 		Declarative30     float64 `json:"txinbox_declarative_msgs_per_s_dup30"`
 		WatermarkVsOneRow float64 `json:"kafka_watermark_vs_one_row_ceiling"`
+		DBSQL             float64 `json:"database_sql_msgs_per_s"`
+		DBSQLDecl30       float64 `json:"database_sql_declarative_msgs_per_s_dup30"`
+		DBSQLVsTxinbox    float64 `json:"database_sql_vs_txinbox"`
 		ScaleOut          []struct {
 			Processes  int     `json:"processes"`
 			MsgsPerSec float64 `json:"msgs_per_s"`
@@ -41,17 +44,18 @@ func TestBenchSmoke(t *testing.T) {
 		} `json:"results"`
 	}
 	out := benchJSON(t, &rep, "--duration", "600ms", "--rounds", "1", "--batch", "10",
-		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
+		"--only", "ceiling,ceiling-full-row,ceiling-one-row,seed,seed16,txinbox,declarative,database-sql,database-sql-declarative,e2e-kafka,kafka-watermark,scale-out", "--duplicates", "0,0.3",
 		"--scale-out", "1,2", "--scale-out-records", "3000", "--scale-out-kills", "0", "--kafka-records", "5000", "--serve-bin", clitest.Bin())
 	for name, v := range map[string]float64{"ceiling": rep.Ceiling, "ceiling-one-row": rep.CeilingOneRow, "seed": rep.Seed,
 		"txinbox": rep.Txinbox, "declarative": rep.Declarative, "e2e-kafka": rep.Kafka, "kafka-watermark": rep.Watermark,
 		"ceiling at 30%": rep.Ceiling30, "e2e-kafka at 30%": rep.Kafka30, "declarative at 30%": rep.Declarative30,
-		"kafka-watermark / one-row ceiling": rep.WatermarkVsOneRow, "txinbox / full-row ceiling": rep.TxinboxVsFullRow} {
+		"kafka-watermark / one-row ceiling": rep.WatermarkVsOneRow, "txinbox / full-row ceiling": rep.TxinboxVsFullRow,
+		"database-sql": rep.DBSQL, "database-sql-declarative at 30%": rep.DBSQLDecl30, "database-sql / txinbox": rep.DBSQLVsTxinbox} {
 		if v <= 0 {
 			t.Errorf("%s: %v in the report", name, v)
 		}
 	}
-	if len(rep.Results) != 18 || len(rep.ScaleOut) != 2 || rep.ScaleOut[1].Processes != 2 || rep.ScaleOut[1].MsgsPerSec <= 0 {
+	if len(rep.Results) != 22 || len(rep.ScaleOut) != 2 || rep.ScaleOut[1].Processes != 2 || rep.ScaleOut[1].MsgsPerSec <= 0 {
 		t.Fatalf("report = %s", out)
 	}
 	for _, r := range rep.Results {

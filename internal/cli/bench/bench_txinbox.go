@@ -17,6 +17,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/effect"
+	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -171,17 +172,23 @@ const benchEffectSQL = "INSERT INTO effects (scope, message_id) SELECT scope, me
 // declarative is the processor with the effect given as SQL, as serve
 // --effect sql runs it: joined to the claim's statement, no Go handler.
 func (be *benchEnv) declarative(ctx context.Context, dup float64) (*benchResult, error) {
-	eff, err := effect.New(ctx, be.driver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}})
+	return declarativeOn(ctx, be, be.driver, "postgres", dup)
+}
+
+// declarativeOn is the declarative scenario on driver (pgstore's or
+// pgdbstore's), its results named for storeName.
+func declarativeOn[TTx any](ctx context.Context, be *benchEnv, driver store.Driver[TTx], storeName string, dup float64) (*benchResult, error) {
+	eff, err := effect.New(ctx, driver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}})
 	if err != nil {
 		return nil, err
 	}
-	cfg := eff.Apply(txinbox.Config[pgx.Tx]{Scope: "bench", MaxBatchSize: be.o.batch,
+	cfg := eff.Apply(txinbox.Config[TTx]{Scope: "bench", MaxBatchSize: be.o.batch,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "bench")
-	p, err := txinbox.NewProcessor(be.driver, cfg)
+	p, err := txinbox.NewProcessor(driver, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r, err := be.feedProcessor(ctx, "postgres", dup, be.o.conns, p.Process)
+	r, err := be.feedProcessor(ctx, storeName, dup, be.o.conns, p.Process)
 	if r != nil {
 		r.Name = "txinbox-declarative"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/txinbox/txinbox/outbox/outboxlite"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/schema"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -39,7 +40,7 @@ type DBFlags struct {
 // TXINBOX_DB and the others are read by Main, as for every flag; env is
 // unused.)
 func (f *DBFlags) Register(fs *flag.FlagSet, _ *Env) {
-	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL or a SQLite file path")
+	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store) or a SQLite file path")
 	fs.StringVar(&f.Schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
 	fs.StringVar(&f.Prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
 }
@@ -62,7 +63,9 @@ func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, i
 	return db, ExitOK
 }
 
-// InboxDB is an open inbox database of either kind.
+// InboxDB is an open inbox database of either kind, on one of three
+// stores: pgstore (PG), pgdbstore (SQLPG: a postgres:// URL with
+// txinbox_store=database/sql) or sqlitestore (Lite).
 type InboxDB struct {
 	// Kind is "postgres" or "sqlite".
 	Kind string
@@ -70,10 +73,17 @@ type InboxDB struct {
 	Where string
 	// Admin is the store's admin interface (status, dead letters, ...).
 	Admin store.Admin
-	// PG is the PostgreSQL driver, nil for SQLite.
+	// PG is the PostgreSQL driver on pgx, nil otherwise.
 	PG *pgstore.Driver
+	// SQLPG is the PostgreSQL driver on database/sql, nil otherwise.
+	SQLPG *pgdbstore.Driver
 	// Lite is the SQLite driver, nil for PostgreSQL.
 	Lite *sqlitestore.Driver
+	// SQL is the store whose handlers get a *sql.Tx: SQLPG or Lite (nil
+	// on pgstore).
+	SQL store.Driver[*sql.Tx]
+	// sqlDB is SQL's database.
+	sqlDB *sql.DB
 	// Close closes the pool or the file.
 	Close func()
 }
@@ -99,9 +109,16 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
 	}
 	if IsPostgresURL(f.URL) {
-		cfg, err := pgxpool.ParseConfig(f.URL)
+		choice, dsn, err := choosePG(f.URL)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("--db: %w", err)
+		}
+		if choice.sql {
+			return openSQLPG(ctx, f, cfg, choice, maxConns)
 		}
 		if maxConns > 0 && !strings.Contains(f.URL, "pool_max_conns") {
 			cfg.MaxConns = maxConns
@@ -140,7 +157,7 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, Close: func() { d.Close() }}, nil
+	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, SQL: d, sqlDB: d.DB(), Close: func() { d.Close() }}, nil
 }
 
 // ConnectError is OpenDB's error when the database does not answer: a
@@ -177,7 +194,7 @@ func (db *InboxDB) Exec(ctx context.Context, sqlText string, args ...any) error 
 		_, err := db.PG.Pool().Exec(ctx, sqlText, args...)
 		return err
 	}
-	_, err := db.Lite.DB().ExecContext(ctx, sqlText, args...)
+	_, err := db.sqlDB.ExecContext(ctx, sqlText, args...)
 	return err
 }
 
@@ -188,7 +205,7 @@ func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest [
 		_, err := pgx.ForEachRow(rows, dest, fn)
 		return err
 	}
-	rows, err := db.Lite.DB().QueryContext(ctx, sqlText, args...)
+	rows, err := db.sqlDB.QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return err
 	}
@@ -222,7 +239,7 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 	if db.PG != nil {
 		return db.PG.Pool().Ping(ctx)
 	}
-	return db.Lite.DB().PingContext(ctx)
+	return db.sqlDB.PingContext(ctx)
 }
 
 // OpenMigrated opens the database like OpenDB for a command that only reads
@@ -256,10 +273,25 @@ func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, err
 
 // Tables are the quoted names of the inbox tables.
 func (db *InboxDB) Tables() schema.Tables {
-	if db.PG != nil {
+	switch {
+	case db.PG != nil:
 		return db.PG.Tables()
+	case db.SQLPG != nil:
+		return db.SQLPG.Tables()
 	}
 	return db.Lite.Tables()
+}
+
+// Checkpoints returns the partition watermarks of scope and source
+// (offsets as the inbox).
+func (db *InboxDB) Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error) {
+	switch {
+	case db.PG != nil:
+		return db.PG.Checkpoints(ctx, scope, source)
+	case db.SQLPG != nil:
+		return db.SQLPG.Checkpoints(ctx, scope, source)
+	}
+	return db.Lite.Checkpoints(ctx, scope, source)
 }
 
 // OutboxTable is the quoted name of the outbox table.
@@ -267,8 +299,11 @@ func (db *InboxDB) OutboxTable() string { return db.Tables().Outbox }
 
 // OutboxStore is the outbox table of db.
 func (db *InboxDB) OutboxStore() outbox.Store {
-	if db.PG != nil {
+	switch {
+	case db.PG != nil:
 		return outboxpg.New(db.PG)
+	case db.SQLPG != nil:
+		return outboxpg.NewSQL(db.SQLPG)
 	}
 	return outboxlite.New(db.Lite)
 }

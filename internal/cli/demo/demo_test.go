@@ -76,14 +76,30 @@ func TestDemoSQLiteJSON(t *testing.T) {
 // 10,000 invoices with 30% re-sent, on PostgreSQL.
 func TestCrashPostgres(t *testing.T) {
 	t.Parallel()
+	checkExactlyOnce(t, crashPostgres(t, ""), 10000, 100)
+}
+
+// TestCrashPostgresDatabaseSQL is TestCrashPostgres on the database/sql
+// store (pgdbstore on pgx's stdlib: txinbox_store=database/sql in --db).
+func TestCrashPostgresDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	r := crashPostgres(t, "&txinbox_store=database/sql")
+	if !strings.Contains(r.Where, "txinbox_store=database/sql") {
+		t.Errorf("the demo ran on %q, not on the database/sql store", r.Where)
+	}
+	checkExactlyOnce(t, r, 10000, 100)
+}
+
+// crashPostgres runs the crash demo on a new schema, params added to the
+// URL.
+func crashPostgres(t *testing.T, params string) demoResult {
 	pool := testdb.Require(t)
 	schema := testdb.NewSchema(t, pool)
-	url := testdb.URL() + "&search_path=" + schema + "&application_name=txinbox-crash-test"
+	url := testdb.URL() + "&search_path=" + schema + "&application_name=txinbox-crash-test" + params
 	if !strings.Contains(testdb.URL(), "?") {
 		url = strings.Replace(url, "&search_path", "?search_path", 1)
 	}
-	r := runDemoJSON(t, 0, "--db", url, "--messages", "10000", "--duplicates", "0.3", "--crashes", "100")
-	checkExactlyOnce(t, r, 10000, 100)
+	return runDemoJSON(t, 0, "--db", url, "--messages", "10000", "--duplicates", "0.3", "--crashes", "100")
 }
 
 func TestDemoCatchesSabotage(t *testing.T) {

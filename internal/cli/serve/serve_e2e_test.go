@@ -362,6 +362,18 @@ func TestServeBinarySIGKILLRestart(t *testing.T) {
 	serveSIGKILLRestart(t, testdb.URL())
 }
 
+// TestServeBinarySIGKILLRestartDatabaseSQL is the same on the
+// database/sql store (txinbox_store=database/sql in --db: pgdbstore).
+func TestServeBinarySIGKILLRestartDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	serveSIGKILLRestart(t, url+sep+"txinbox_store=database/sql")
+}
+
 // TestServeBinarySIGKILLRestartBehindPgBouncer is the same through
 // PgBouncer in transaction pooling (pgx's cache_describe mode) and in
 // session pooling (pgx's default mode).

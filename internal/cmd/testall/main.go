@@ -2,7 +2,9 @@
 //
 //	go test -race -json ./...
 //
-// (or go test -race -json ARGS... when given arguments), prints what plain
+// (or go test -race -json ARGS... when given arguments), and without
+// arguments the same in every module nested under examples/ (one with a
+// go.mod of its own: examples/stacks), prints what plain
 // go test prints (an ok or FAIL line per package, and the output of the
 // tests that failed), then one line per package that skipped tests, saying
 // how many and why, so that a suite skipped for want of a server is never
@@ -24,8 +26,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/txinbox/txinbox/internal/testdb"
 )
@@ -43,11 +47,33 @@ func main() {
 }
 
 // run runs go test with env and reports; it returns the exit code.
+// Without arguments it tests ./... of the main module, then ./... of
+// every module nested under examples/ (a directory with a go.mod of its
+// own, whose dependencies stay out of the library's go.mod), all in one
+// report.
 func run(args, env []string, stdout, stderr io.Writer, ci bool) int {
+	dirs := []string{""}
 	if len(args) == 0 {
 		args = []string{"./..."}
+		dirs = append(dirs, nestedModules("examples")...)
 	}
+	r := newReport(stdout)
+	code := 0
+	for _, dir := range dirs {
+		code = max(code, goTest(dir, args, env, r, stderr))
+	}
+	if r.printSkips() > 0 && ci {
+		fmt.Fprintln(stdout, "FAIL: CI=true and tests skipped: CI provides every server and tool, so only tests that do not apply may skip there")
+		code = max(code, 1)
+	}
+	return code
+}
+
+// goTest runs go test -race -json args in dir ("" for the current
+// directory) into r and returns its exit code.
+func goTest(dir string, args, env []string, r *report, stderr io.Writer) int {
 	cmd := exec.Command("go", append([]string{"test", "-race", "-json"}, args...)...)
+	cmd.Dir = dir
 	cmd.Stderr = stderr
 	cmd.Env = env
 	pipe, err := cmd.StdoutPipe()
@@ -59,14 +85,20 @@ func run(args, env []string, stdout, stderr io.Writer, ci bool) int {
 		fmt.Fprintln(stderr, "testall: go test:", err)
 		return 1
 	}
-	r := newReport(stdout)
 	r.read(pipe)
-	code := exitCode(cmd.Wait(), stderr)
-	if r.printSkips() > 0 && ci {
-		fmt.Fprintln(stdout, "FAIL: CI=true and tests skipped: CI provides every server and tool, so only tests that do not apply may skip there")
-		code = max(code, 1)
-	}
-	return code
+	return exitCode(cmd.Wait(), stderr)
+}
+
+// nestedModules returns the directories under root that hold a go.mod.
+func nestedModules(root string) []string {
+	var dirs []string
+	_ = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && e.Name() == "go.mod" {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return nil
+	})
+	return dirs
 }
 
 // exitCode is go test's exit code.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -116,5 +118,14 @@ func TestReportCrashedTest(t *testing.T) {
 	newReport(&out).read(strings.NewReader(crashed))
 	if got := out.String(); !strings.Contains(got, "c_test.go:7: about to exit") || strings.Contains(got, "=== RUN") {
 		t.Errorf("the crashed test's output is not reported (or with its progress line):\n%s", got)
+	}
+}
+
+// The README's test command also tests the modules nested under
+// examples/, whose dependencies stay out of the library's go.mod.
+func TestNestedModulesFound(t *testing.T) {
+	dirs := nestedModules("../../../examples")
+	if !slices.Contains(dirs, filepath.Join("../../../examples", "stacks")) {
+		t.Errorf("nested modules %v, want examples/stacks among them", dirs)
 	}
 }

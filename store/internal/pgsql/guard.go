@@ -29,3 +29,11 @@ const CommitSetting = "SELECT set_config('txinbox.commit', 'on', true), " + Batc
 // CommitSQL is the processor's commit of a batch transaction (one round
 // trip, the simple protocol).
 const CommitSQL = CommitSetting + "; COMMIT"
+
+// GuardMarkCTE is GuardCTE that also sets MarkBatch's setting, for a
+// store that cannot send MarkBatch in the BEGIN's round trip (a
+// database/sql transaction begins on its own): every statement that arms
+// the guard marks the transaction too, at no cost.
+const GuardMarkCTE = `WITH guard AS (INSERT INTO {tx_guard} AS g (backend_pid)
+    SELECT pg_backend_pid() FROM (SELECT set_config('txinbox.batch', 'open', true)) txinbox_mark
+    ON CONFLICT (backend_pid) DO UPDATE SET batches = g.batches + 1)`

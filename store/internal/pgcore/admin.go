@@ -1,54 +1,57 @@
-package pgstore
+package pgcore
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"embed"
 
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/schema"
 )
 
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// partitionedFS holds the DDL of the partitioned layout, applied by the
+// first Migrate of a store with Options.Partitioned (see partition.go).
+//
+//go:embed partitioned/*.sql
+var partitionedFS embed.FS
+
 // Migrate applies the embedded migrations that are not applied yet. It
 // holds a transaction-scoped advisory lock, so two processes migrating at
-// once take turns and the second finds nothing left to do. It calls
-// CheckPooler first: a pool that cannot work behind the transaction pooler
-// it finds is refused before anything changes.
-func (d *Driver) Migrate(ctx context.Context) error {
-	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), d.t)
+// once take turns and the second finds nothing left to do.
+func (c *Core) Migrate(ctx context.Context) error {
+	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), c.t)
 	if err != nil {
 		return err
 	}
-	if _, err := d.CheckPooler(ctx); err != nil {
-		return err
-	}
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err = c.db.InTx(ctx, func(tx Querier) error {
 		// The lock names the schema the tables will land in, so migrations
 		// of other schemas or prefixes do not wait for each other.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(
-			'txinbox.migrate.' || coalesce(nullif($1, ''), current_schema(), '') || '.' || $2, 0))`, d.schema, d.t.Prefix); err != nil {
+			'txinbox.migrate.' || coalesce(nullif($1::text, ''), current_schema(), '') || '.' || $2::text, 0))`, c.opts.Schema, c.t.Prefix); err != nil {
 			return err
 		}
-		if d.schema != "" {
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+d.schema+`"`); err != nil {
+		if c.opts.Schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+c.opts.Schema+`"`); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, d.t.Expand(`CREATE TABLE IF NOT EXISTS {migrations} (
+		if _, err := tx.Exec(ctx, c.t.Expand(`CREATE TABLE IF NOT EXISTS {migrations} (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)); err != nil {
 			return err
 		}
 		applied := map[int]bool{}
-		rows, _ := tx.Query(ctx, d.t.Expand(`SELECT version FROM {migrations}`))
+		rows, err := tx.Query(ctx, c.t.Expand(`SELECT version FROM {migrations}`))
 		var v int
-		if _, err := pgx.ForEachRow(rows, []any{&v}, func() error { applied[v] = true; return nil }); err != nil {
+		if err := ForEach(rows, err, []any{&v}, func() error { applied[v] = true; return nil }); err != nil {
 			return err
 		}
-		if d.opts.Partitioned && applied[1] {
-			if err := d.checkLayoutOption(ctx, tx); err != nil {
+		if c.opts.Partitioned && applied[1] {
+			if err := c.checkLayoutOption(ctx, tx); err != nil {
 				return err
 			}
 		}
@@ -57,33 +60,33 @@ func (d *Driver) Migrate(ctx context.Context) error {
 				continue
 			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("pgstore: migration %03d_%s: %w", m.Version, m.Name, err)
+				return c.errf("migration %03d_%s: %w", m.Version, m.Name, err)
 			}
-			if m.Version == 1 && d.opts.Partitioned {
+			if m.Version == 1 && c.opts.Partitioned {
 				// The plain table was created by this very transaction,
 				// so it is empty: replace it by the partitioned layout.
-				if err := d.migratePartitioned(ctx, tx); err != nil {
+				if err := c.migratePartitioned(ctx, tx); err != nil {
 					return err
 				}
 			}
-			if _, err := tx.Exec(ctx, d.t.Expand(`INSERT INTO {migrations} (version, name) VALUES ($1, $2)`), m.Version, m.Name); err != nil {
+			if _, err := tx.Exec(ctx, c.t.Expand(`INSERT INTO {migrations} (version, name) VALUES ($1, $2)`), m.Version, m.Name); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	d.layout.Store(nil) // detect the layout again
+	c.layout.Store(nil) // detect the layout again
 	return err
 }
 
 // Stats counts the rows of each inbox table.
-func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
+func (c *Core) Stats(ctx context.Context) (store.Stats, error) {
 	var s store.Stats
 	var oldest *time.Time
-	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT
+	_, err := QueryRow(ctx, c.db, c.t.Expand(`SELECT
 		(SELECT count(*) FROM {inbox}), (SELECT count(*) FROM {attempts}),
 		(SELECT count(*) FROM {dead_letters}), (SELECT count(*) FROM {drift}),
-		(SELECT min(received_at) FROM {inbox})`)).Scan(&s.Inbox, &s.Attempts, &s.DeadLetters, &s.Drift, &oldest)
+		(SELECT min(received_at) FROM {inbox})`), nil, &s.Inbox, &s.Attempts, &s.DeadLetters, &s.Drift, &oldest)
 	if oldest != nil {
 		s.OldestInbox = *oldest
 	}
@@ -91,14 +94,14 @@ func (d *Driver) Stats(ctx context.Context) (store.Stats, error) {
 }
 
 // ListDrift returns drift records, newest first, paged by id.
-func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
+func (c *Core) ListDrift(ctx context.Context, f store.ListFilter) ([]store.DriftRecord, error) {
 	w := pgWhere()
 	w.ListFilter(f, "detected_at", false)
-	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
+	rows, err := c.db.Query(ctx, c.t.Expand(`SELECT id, scope, message_id, source, source_position, stored_hash, received_hash, detected_at
 		FROM {drift} WHERE `+w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f))), w.Args...)
 	var out []store.DriftRecord
 	var r store.DriftRecord
-	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition,
+	err = ForEach(rows, err, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition,
 		&r.StoredHash, &r.ReceivedHash, &r.DetectedAt}, func() error {
 		out = append(out, r)
 		r = store.DriftRecord{}
@@ -109,16 +112,16 @@ func (d *Driver) ListDrift(ctx context.Context, f store.ListFilter) ([]store.Dri
 
 // ListDeadLetters returns dead letters, newest first, paged by id: a page
 // walks the primary key backwards from f.Before, at any depth.
-func (d *Driver) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
-	query, args := d.listDeadLettersSQL(f)
-	return d.scanDeadLetters(ctx, d.pool, query, args...)
+func (c *Core) ListDeadLetters(ctx context.Context, f store.ListFilter) ([]store.DeadLetterRecord, error) {
+	query, args := c.listDeadLettersSQL(f)
+	return c.scanDeadLetters(ctx, c.db, query, args...)
 }
 
 // listDeadLettersSQL is the query of ListDeadLetters (its test explains it).
-func (d *Driver) listDeadLettersSQL(f store.ListFilter) (string, []any) {
+func (c *Core) listDeadLettersSQL(f store.ListFilter) (string, []any) {
 	w := pgWhere()
 	w.ListFilter(f, "dead_lettered_at", true)
-	return d.deadLettersSQL(!f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f))), w.Args
+	return c.deadLettersSQL(!f.OmitPayload, w.String()+` ORDER BY id DESC LIMIT `+strconv.Itoa(limit(f))), w.Args
 }
 
 func pgWhere() *schema.Where {
@@ -126,30 +129,30 @@ func pgWhere() *schema.Where {
 }
 
 // queryDeadLetters selects dead letters WHERE where.
-func (d *Driver) queryDeadLetters(ctx context.Context, q querier, where string, args ...any) ([]store.DeadLetterRecord, error) {
-	return d.scanDeadLetters(ctx, q, d.deadLettersSQL(true, where), args...)
+func (c *Core) queryDeadLetters(ctx context.Context, q Querier, where string, args ...any) ([]store.DeadLetterRecord, error) {
+	return c.scanDeadLetters(ctx, q, c.deadLettersSQL(true, where), args...)
 }
 
 // deadLettersSQL selects dead letters WHERE where, with their payloads or
 // without.
-func (d *Driver) deadLettersSQL(payload bool, where string) string {
+func (c *Core) deadLettersSQL(payload bool, where string) string {
 	payloadCol := "payload"
 	if !payload {
 		payloadCol = "''::bytea"
 	}
-	return d.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
+	return c.t.Expand(`SELECT id, scope, message_id, source, source_position, partition_key,
 		` + payloadCol + `, payload_hash, headers::text, attempts, reason, last_error, received_at, dead_lettered_at, dropped_at
 		FROM {dead_letters} WHERE ` + where)
 }
 
 // scanDeadLetters runs a query of deadLettersSQL.
-func (d *Driver) scanDeadLetters(ctx context.Context, q querier, query string, args ...any) ([]store.DeadLetterRecord, error) {
-	rows, _ := q.Query(ctx, query, args...)
+func (c *Core) scanDeadLetters(ctx context.Context, q Querier, query string, args ...any) ([]store.DeadLetterRecord, error) {
+	rows, err := q.Query(ctx, query, args...)
 	var out []store.DeadLetterRecord
 	var r store.DeadLetterRecord
 	var headers string
 	var dropped *time.Time
-	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey,
+	err = ForEach(rows, err, []any{&r.ID, &r.Scope, &r.MessageID, &r.Source, &r.SourcePosition, &r.PartitionKey,
 		&r.Payload, &r.PayloadHash, &headers, &r.Attempts, &r.Reason, &r.LastError, &r.ReceivedAt, &r.DeadLetteredAt, &dropped}, func() error {
 		r.HeadersJSON = []byte(headers)
 		if dropped != nil {
@@ -162,11 +165,6 @@ func (d *Driver) scanDeadLetters(ctx context.Context, q querier, query string, a
 	return out, err
 }
 
-// querier is what pools and transactions share.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 func limit(f store.ListFilter) int {
 	if f.Limit <= 0 {
 		return 100
@@ -175,8 +173,8 @@ func limit(f store.ListFilter) int {
 }
 
 // ScopeStats counts per scope (a scan of the tables): see store.ScopeStats.
-func (d *Driver) ScopeStats(ctx context.Context, expiredBefore time.Time) ([]store.ScopeStats, error) {
-	rows, _ := d.pool.Query(ctx, d.t.Expand(`WITH s AS (
+func (c *Core) ScopeStats(ctx context.Context, expiredBefore time.Time) ([]store.ScopeStats, error) {
+	rows, err := c.db.Query(ctx, c.t.Expand(`WITH s AS (
 	SELECT scope FROM {inbox} UNION SELECT scope FROM {attempts} UNION SELECT scope FROM {dead_letters} UNION SELECT scope FROM {drift}),
 i AS (SELECT scope, count(*) AS n, count(*) FILTER (WHERE received_at < $1) AS expired, min(received_at) AS oldest FROM {inbox} GROUP BY scope),
 a AS (SELECT scope, count(*) AS n FROM {attempts} x WHERE NOT EXISTS (SELECT 1 FROM {inbox} y WHERE y.scope = x.scope AND y.message_id = x.message_id) AND NOT EXISTS (SELECT 1 FROM {dead_letters} z WHERE z.scope = x.scope AND z.message_id = x.message_id AND z.message_id <> '') GROUP BY scope),
@@ -189,7 +187,7 @@ ORDER BY s.scope
 	var out []store.ScopeStats
 	var s store.ScopeStats
 	var oldest *time.Time
-	_, err := pgx.ForEachRow(rows, []any{&s.Scope, &s.Inbox, &s.Expired, &oldest, &s.Attempts, &s.DeadLetters, &s.Drift}, func() error {
+	err = ForEach(rows, err, []any{&s.Scope, &s.Inbox, &s.Expired, &oldest, &s.Attempts, &s.DeadLetters, &s.Drift}, func() error {
 		if oldest != nil {
 			s.OldestInbox = *oldest
 		}
@@ -204,14 +202,14 @@ ORDER BY s.scope
 // (the planner's estimate, summed over the partitions, once it passes
 // store.GaugeExactBelow), the rows received before cutoff and the oldest
 // received_at, both from the received_at index.
-func (d *Driver) InboxGauges(ctx context.Context, cutoff time.Time) (store.InboxGauges, error) {
+func (c *Core) InboxGauges(ctx context.Context, cutoff time.Time) (store.InboxGauges, error) {
 	var g store.InboxGauges
 	var oldest *time.Time
-	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT
+	_, err := QueryRow(ctx, c.db, c.t.Expand(`SELECT
 		(SELECT coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint FROM pg_class c
-		  WHERE c.oid = $1::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::regclass)),
+		  WHERE c.oid = $1::text::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::text::regclass)),
 		(SELECT count(*) FROM {inbox} WHERE received_at < $2),
-		(SELECT min(received_at) FROM {inbox})`), d.t.Inbox, cutoff).Scan(&g.Rows, &g.Expired, &oldest)
+		(SELECT min(received_at) FROM {inbox})`), []any{c.t.Inbox, cutoff}, &g.Rows, &g.Expired, &oldest)
 	if err != nil {
 		return g, err
 	}
@@ -220,7 +218,7 @@ func (d *Driver) InboxGauges(ctx context.Context, cutoff time.Time) (store.Inbox
 	}
 	g.RowsEstimated = g.Rows >= store.GaugeExactBelow
 	if !g.RowsEstimated {
-		err = d.pool.QueryRow(ctx, d.t.Expand(`SELECT count(*) FROM {inbox}`)).Scan(&g.Rows)
+		_, err = QueryRow(ctx, c.db, c.t.Expand(`SELECT count(*) FROM {inbox}`), nil, &g.Rows)
 	}
 	return g, err
 }

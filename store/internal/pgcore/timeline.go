@@ -1,22 +1,18 @@
-package pgstore
+package pgcore
 
 import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txinbox/txinbox/store"
 )
-
-var _ store.Timeline = (*Driver)(nil)
 
 // OutcomesPerMinute counts the inbox rows, dead letters and drift records
 // per scope, source and minute since since. Each table is read through its
 // time index (received_at, dead_lettered_at, detected_at) and grouped on
 // its own before the three are merged.
-func (d *Driver) OutcomesPerMinute(ctx context.Context, since time.Time) ([]store.MinuteCount, error) {
-	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT scope, source, m, sum(p)::bigint, sum(dl)::bigint, sum(dr)::bigint FROM (
+func (c *Core) OutcomesPerMinute(ctx context.Context, since time.Time) ([]store.MinuteCount, error) {
+	rows, err := c.db.Query(ctx, c.t.Expand(`SELECT scope, source, m, sum(p)::bigint, sum(dl)::bigint, sum(dr)::bigint FROM (
 	SELECT scope, source, date_trunc('minute', received_at) AS m, count(*) AS p, 0 AS dl, 0 AS dr
 	  FROM {inbox} WHERE received_at >= $1 GROUP BY 1, 2, 3
 	UNION ALL
@@ -27,10 +23,10 @@ func (d *Driver) OutcomesPerMinute(ctx context.Context, since time.Time) ([]stor
 	  FROM {drift} WHERE detected_at >= $1 GROUP BY 1, 2, 3) x
 GROUP BY 1, 2, 3 ORDER BY 3, 1, 2`), since)
 	var out []store.MinuteCount
-	var c store.MinuteCount
-	_, err := pgx.ForEachRow(rows, []any{&c.Scope, &c.Source, &c.Minute, &c.Processed, &c.DeadLettered, &c.Drift}, func() error {
-		c.Minute = c.Minute.UTC()
-		out = append(out, c)
+	var m store.MinuteCount
+	err = ForEach(rows, err, []any{&m.Scope, &m.Source, &m.Minute, &m.Processed, &m.DeadLettered, &m.Drift}, func() error {
+		m.Minute = m.Minute.UTC()
+		out = append(out, m)
 		return nil
 	})
 	return out, err

@@ -1,4 +1,4 @@
-package pgstore
+package pgcore
 
 // The partitioned layout (Options.Partitioned).
 //
@@ -38,103 +38,93 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
 // ErrNotPartitioned is returned by the partition methods of a Driver whose
 // inbox table is not partitioned.
-var ErrNotPartitioned = errors.New("pgstore: the inbox table is not partitioned (migrate with Options.Partitioned)")
+var ErrNotPartitioned = errors.New("txinbox: the inbox table is not partitioned (migrate with Options.Partitioned)")
 
 // ErrPeriodSwitchBusy is returned by RotatePeriod when batch transactions
 // held the period lock longer than the switch may make new batches wait;
 // the next call tries again.
-var ErrPeriodSwitchBusy = errors.New("pgstore: period switch gave up waiting for in-flight batch transactions")
+var ErrPeriodSwitchBusy = errors.New("txinbox: period switch gave up waiting for in-flight batch transactions")
 
 // switchLockTimeout bounds how long a period switch waits for in-flight
 // batch transactions, which is also how long new batches can wait for the
 // switch.
 const switchLockTimeout = "1s"
 
-// lockPeriodShared is the first statement of every batch transaction of
-// the partitioned layout.
-const lockPeriodShared = `SELECT pg_advisory_xact_lock_shared($1)`
+// LockPeriodShared is the first statement of every batch transaction of
+// the partitioned layout, with the layout's PeriodLock.
+const LockPeriodShared = `SELECT pg_advisory_xact_lock_shared($1)`
 
-// layout is what the driver learnt about the inbox table.
-type layout struct {
-	partitioned bool
-	periodLock  int64 // advisory lock key of period switches
-	ddlLock     int64 // advisory lock key of partition creation
+// Layout is what the store learnt about the inbox table.
+type Layout struct {
+	Partitioned bool
+	PeriodLock  int64 // advisory lock key of period switches
+	DDLLock     int64 // advisory lock key of partition creation
 }
 
 // layoutOf detects the layout once the inbox table exists: drivers opened
 // without Options.Partitioned on a partitioned inbox use it as such.
-func (d *Driver) layoutOf(ctx context.Context) (*layout, error) {
-	if l := d.layout.Load(); l != nil {
+func (c *Core) layoutOf(ctx context.Context) (*Layout, error) {
+	if l := c.layout.Load(); l != nil {
 		return l, nil
 	}
 	var kind *string
-	l := &layout{}
-	err := d.pool.QueryRow(ctx, `SELECT (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($3)), k,
+	l := &Layout{}
+	_, err := QueryRow(ctx, c.db, `SELECT (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($3::text)), k,
 		hashtextextended('txinbox.partitions.' || s, 0)
-		FROM (SELECT coalesce(nullif($1, ''), current_schema(), '') || '.' || $2 AS s) n,
+		FROM (SELECT coalesce(nullif($1::text, ''), current_schema(), '') || '.' || $2::text AS s) n,
 		LATERAL (SELECT hashtextextended('txinbox.period.' || n.s, 0) AS k) p`,
-		d.schema, d.t.Prefix, d.t.Inbox).Scan(&kind, &l.periodLock, &l.ddlLock)
+		[]any{c.opts.Schema, c.t.Prefix, c.t.Inbox}, &kind, &l.PeriodLock, &l.DDLLock)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading the layout of %s: %w", d.t.Inbox, err)
+		return nil, c.errf("reading the layout of %s: %w", c.t.Inbox, err)
 	}
-	l.partitioned = kind != nil && *kind == "p"
+	l.Partitioned = kind != nil && *kind == "p"
 	if kind != nil { // not created yet: detect again next time
-		d.layout.Store(l)
+		c.layout.Store(l)
 	}
 	return l, nil
 }
 
 // Partitioned reports whether the inbox table is partitioned by period.
-func (d *Driver) Partitioned(ctx context.Context) (bool, error) {
-	l, err := d.layoutOf(ctx)
+func (c *Core) Partitioned(ctx context.Context) (bool, error) {
+	l, err := c.layoutOf(ctx)
 	if err != nil {
 		return false, err
 	}
-	return l.partitioned, nil
+	return l.Partitioned, nil
 }
 
-func (d *Driver) partitionName(period int64) string {
-	return pgsql.Qualify(d.schema, d.t.Prefix+"inbox_p"+strconv.FormatInt(period, 10))
-}
-
-// expandP expands the table placeholders and {periods}.
-func (d *Driver) expandP(sql string) string {
-	return strings.ReplaceAll(d.t.Expand(sql), "{periods}", d.periods)
+func (c *Core) partitionName(period int64) string {
+	return pgsql.Qualify(c.opts.Schema, c.t.Prefix+"inbox_p"+strconv.FormatInt(period, 10))
 }
 
 // migratePartitioned runs in Migrate's transaction right after migration
 // 001 created the plain inbox: it replaces it by the partitioned one, with
 // period 1 current and the partitions of periods 1 and 2.
-func (d *Driver) migratePartitioned(ctx context.Context, tx pgx.Tx) error {
+func (c *Core) migratePartitioned(ctx context.Context, tx Querier) error {
 	ddl, err := fs.ReadFile(partitionedFS, "partitioned/inbox.sql")
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, d.expandP(string(ddl))); err != nil {
-		return fmt.Errorf("pgstore: partitioned inbox: %w", err)
+	if _, err := tx.Exec(ctx, c.expandP(string(ddl))); err != nil {
+		return c.errf("partitioned inbox: %w", err)
 	}
-	if _, err := tx.Exec(ctx, d.expandP(`INSERT INTO {periods} (period, length) VALUES (1, $1::bigint * interval '1 microsecond')`),
-		d.opts.PartitionPeriod.Microseconds()); err != nil {
+	if _, err := tx.Exec(ctx, c.expandP(`INSERT INTO {periods} (period, length) VALUES (1, $1::bigint * interval '1 microsecond')`),
+		c.opts.PartitionPeriod.Microseconds()); err != nil {
 		return err
 	}
 	for p := int64(1); p <= 2; p++ {
-		if _, err := tx.Exec(ctx, d.t.Expand(`CREATE TABLE `+d.partitionName(p)+` PARTITION OF {inbox} FOR VALUES IN (`+
+		if _, err := tx.Exec(ctx, c.t.Expand(`CREATE TABLE `+c.partitionName(p)+` PARTITION OF {inbox} FOR VALUES IN (`+
 			strconv.FormatInt(p, 10)+`)`)); err != nil {
-			return fmt.Errorf("pgstore: partition of period %d: %w", p, err)
+			return c.errf("partition of period %d: %w", p, err)
 		}
 	}
 	return nil
@@ -142,14 +132,14 @@ func (d *Driver) migratePartitioned(ctx context.Context, tx pgx.Tx) error {
 
 // checkLayoutOption refuses Options.Partitioned on an existing plain inbox:
 // the layout is chosen when the table is created.
-func (d *Driver) checkLayoutOption(ctx context.Context, tx pgx.Tx) error {
+func (c *Core) checkLayoutOption(ctx context.Context, tx Querier) error {
 	var kind *string
-	if err := tx.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, d.t.Inbox).Scan(&kind); err != nil {
+	if _, err := QueryRow(ctx, tx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1::text)`, []any{c.t.Inbox}, &kind); err != nil {
 		return err
 	}
 	if kind != nil && *kind != "p" {
-		return fmt.Errorf("pgstore: Options.Partitioned: the inbox table %s already exists unpartitioned; "+
-			"the layout is chosen by the first migrate (create a new schema or prefix, or drop the empty table)", d.t.Inbox)
+		return c.errf("Options.Partitioned: the inbox table %s already exists unpartitioned; "+
+			"the layout is chosen by the first migrate (create a new schema or prefix, or drop the empty table)", c.t.Inbox)
 	}
 	return nil
 }
@@ -160,85 +150,84 @@ func (d *Driver) checkLayoutOption(ctx context.Context, tx pgx.Tx) error {
 // whether this call switched. Switching takes the period lock exclusively
 // (see the top of partition.go): new batches wait for it at most about
 // 1 s, after which it gives up with ErrPeriodSwitchBusy.
-func (d *Driver) RotatePeriod(ctx context.Context, force bool) (period int64, switched bool, err error) {
-	l, err := d.layoutOf(ctx)
+func (c *Core) RotatePeriod(ctx context.Context, force bool) (period int64, switched bool, err error) {
+	l, err := c.layoutOf(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	if !l.partitioned {
+	if !l.Partitioned {
 		return 0, false, ErrNotPartitioned
 	}
 	var due bool
-	if err := d.pool.QueryRow(ctx, d.expandP(`SELECT period, now() >= started_at + length FROM {periods} WHERE ended_at IS NULL`)).
-		Scan(&period, &due); err != nil {
-		return 0, false, fmt.Errorf("pgstore: reading the current period: %w", err)
+	if _, err := QueryRow(ctx, c.db, c.expandP(`SELECT period, now() >= started_at + length FROM {periods} WHERE ended_at IS NULL`), nil,
+		&period, &due); err != nil {
+		return 0, false, c.errf("reading the current period: %w", err)
 	}
 	// The next partition is attached outside the switch, so the switch
 	// itself is two row updates.
-	if err := d.ensurePartition(ctx, l, period+1); err != nil || (!due && !force) {
+	if err := c.ensurePartition(ctx, l, period+1); err != nil || (!due && !force) {
 		return period, false, err
 	}
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err = c.db.InTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+switchLockTimeout+`'`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, l.periodLock); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, l.PeriodLock); err != nil {
 			return err
 		}
 		// Another process may have switched meanwhile.
 		var cur int64
-		if err := tx.QueryRow(ctx, d.expandP(`SELECT period, now() >= started_at + length FROM {periods} WHERE ended_at IS NULL FOR UPDATE`)).
-			Scan(&cur, &due); err != nil {
+		if _, err := QueryRow(ctx, tx, c.expandP(`SELECT period, now() >= started_at + length FROM {periods} WHERE ended_at IS NULL FOR UPDATE`), nil,
+			&cur, &due); err != nil {
 			return err
 		}
 		if cur != period || (!due && !force) {
 			period = cur
 			return nil
 		}
-		if _, err := tx.Exec(ctx, d.expandP(`UPDATE {periods} SET ended_at = now() WHERE period = $1`), cur); err != nil {
+		if _, err := tx.Exec(ctx, c.expandP(`UPDATE {periods} SET ended_at = now() WHERE period = $1`), cur); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, d.expandP(`INSERT INTO {periods} (period, started_at, length)
+		if _, err := tx.Exec(ctx, c.expandP(`INSERT INTO {periods} (period, started_at, length)
 			SELECT period + 1, now(), length FROM {periods} WHERE period = $1`), cur); err != nil {
 			return err
 		}
 		period, switched = cur+1, true
 		return nil
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+	if SQLState(err) == "55P03" { // lock_not_available
 		return period, false, ErrPeriodSwitchBusy
 	}
 	if err != nil {
-		return period, false, fmt.Errorf("pgstore: switching period: %w", err)
+		return period, false, c.errf("switching period: %w", err)
 	}
-	return period, switched, d.ensurePartition(ctx, l, period+1)
+	return period, switched, c.ensurePartition(ctx, l, period+1)
 }
 
 // ensurePartition creates the partition of period if it is missing, as a
 // table of its own attached afterwards: CREATE TABLE ... PARTITION OF
 // would lock the inbox ACCESS EXCLUSIVE, ATTACH PARTITION takes only SHARE
 // UPDATE EXCLUSIVE, which inserts and selects do not wait for.
-func (d *Driver) ensurePartition(ctx context.Context, l *layout, period int64) error {
-	name := d.partitionName(period)
+func (c *Core) ensurePartition(ctx context.Context, l *Layout, period int64) error {
+	name := c.partitionName(period)
 	var exists bool
-	if err := d.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+	if _, err := QueryRow(ctx, c.db, `SELECT to_regclass($1::text) IS NOT NULL`, []any{name}, &exists); err != nil || exists {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, l.ddlLock); err != nil {
+	err := c.db.InTx(ctx, func(tx Querier) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, l.DDLLock); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+		if _, err := QueryRow(ctx, tx, `SELECT to_regclass($1::text) IS NOT NULL`, []any{name}, &exists); err != nil || exists {
 			return err
 		}
 		p := strconv.FormatInt(period, 10)
-		_, err := tx.Exec(ctx, d.t.Expand(`CREATE TABLE `+name+` (LIKE {inbox} INCLUDING DEFAULTS);
+		_, err := tx.Exec(ctx, c.t.Expand(`CREATE TABLE `+name+` (LIKE {inbox} INCLUDING DEFAULTS);
 			ALTER TABLE {inbox} ATTACH PARTITION `+name+` FOR VALUES IN (`+p+`)`))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: creating the partition of period %d: %w", period, err)
+		return c.errf("creating the partition of period %d: %w", period, err)
 	}
 	return nil
 }
@@ -250,38 +239,39 @@ func (d *Driver) ensurePartition(ctx context.Context, l *layout, period int64) e
 // an exact count. Each partition goes in two short steps that never
 // make the hot path wait: DETACH PARTITION CONCURRENTLY, then DROP TABLE.
 // A detach interrupted earlier is finished (FINALIZE).
-func (d *Driver) DropExpiredPartitions(ctx context.Context, before time.Time) (partitions int, rows int64, err error) {
-	l, err := d.layoutOf(ctx)
+func (c *Core) DropExpiredPartitions(ctx context.Context, before time.Time) (partitions int, rows int64, err error) {
+	l, err := c.layoutOf(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	if !l.partitioned {
+	if !l.Partitioned {
 		return 0, 0, ErrNotPartitioned
 	}
-	qr, _ := d.pool.Query(ctx, d.expandP(`SELECT period FROM {periods}
+	qr, err := c.db.Query(ctx, c.expandP(`SELECT period FROM {periods}
 		WHERE ended_at < $1 AND dropped_at IS NULL ORDER BY period`), before)
-	periods, err := pgx.CollectRows(qr, pgx.RowTo[int64])
-	if err != nil {
-		return 0, 0, fmt.Errorf("pgstore: listing expired periods: %w", err)
+	var periods []int64
+	var period int64
+	if err := ForEach(qr, err, []any{&period}, func() error { periods = append(periods, period); return nil }); err != nil {
+		return 0, 0, c.errf("listing expired periods: %w", err)
 	}
 	for _, p := range periods {
-		n, err := d.dropPartition(ctx, p)
+		n, err := c.dropPartition(ctx, p)
 		if err != nil {
-			return partitions, rows, fmt.Errorf("pgstore: dropping the partition of period %d: %w", p, err)
+			return partitions, rows, c.errf("dropping the partition of period %d: %w", p, err)
 		}
 		partitions, rows = partitions+1, rows+n
 	}
 	return partitions, rows, nil
 }
 
-func (d *Driver) dropPartition(ctx context.Context, period int64) (int64, error) {
-	name := d.partitionName(period)
+func (c *Core) dropPartition(ctx context.Context, period int64) (int64, error) {
+	name := c.partitionName(period)
 	var exists, attached, pending bool
 	var rows int64
-	if err := d.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, count(i.*) > 0, coalesce(bool_or(i.inhdetachpending), false),
-		coalesce((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1)), -1)
-		FROM (SELECT 1) one LEFT JOIN pg_inherits i ON i.inhrelid = to_regclass($1) AND i.inhparent = to_regclass($2)`,
-		name, d.t.Inbox).Scan(&exists, &attached, &pending, &rows); err != nil {
+	if _, err := QueryRow(ctx, c.db, `SELECT to_regclass($1::text) IS NOT NULL, count(i.*) > 0, coalesce(bool_or(i.inhdetachpending), false),
+		coalesce((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1::text)), -1)
+		FROM (SELECT 1) one LEFT JOIN pg_inherits i ON i.inhrelid = to_regclass($1::text) AND i.inhparent = to_regclass($2::text)`,
+		[]any{name, c.t.Inbox}, &exists, &attached, &pending, &rows); err != nil {
 		return 0, err
 	}
 	if exists {
@@ -292,7 +282,7 @@ func (d *Driver) dropPartition(ctx context.Context, period int64) (int64, error)
 			if pending {
 				how = " FINALIZE"
 			}
-			if _, err := d.pool.Exec(ctx, d.t.Expand(`ALTER TABLE {inbox} DETACH PARTITION `+name+how)); err != nil {
+			if _, err := c.db.Exec(ctx, c.t.Expand(`ALTER TABLE {inbox} DETACH PARTITION `+name+how)); err != nil {
 				return 0, err
 			}
 		}
@@ -300,15 +290,15 @@ func (d *Driver) dropPartition(ctx context.Context, period int64) (int64, error)
 		// has seen saves a scan of the whole partition (a core for a second
 		// per few million rows); only one never analyzed is counted.
 		if rows < 0 {
-			if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM `+name).Scan(&rows); err != nil {
+			if _, err := QueryRow(ctx, c.db, `SELECT count(*) FROM `+name, nil, &rows); err != nil {
 				return 0, err
 			}
 		}
-		if _, err := d.pool.Exec(ctx, `DROP TABLE `+name); err != nil {
+		if _, err := c.db.Exec(ctx, `DROP TABLE `+name); err != nil {
 			return 0, err
 		}
 	}
-	_, err := d.pool.Exec(ctx, d.expandP(`UPDATE {periods} SET dropped_at = now() WHERE period = $1`), period)
+	_, err := c.db.Exec(ctx, c.expandP(`UPDATE {periods} SET dropped_at = now() WHERE period = $1`), period)
 	return rows, err
 }
 
@@ -322,21 +312,21 @@ type Period struct {
 }
 
 // Periods lists the periods, oldest first.
-func (d *Driver) Periods(ctx context.Context) ([]Period, error) {
-	l, err := d.layoutOf(ctx)
+func (c *Core) Periods(ctx context.Context) ([]Period, error) {
+	l, err := c.layoutOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !l.partitioned {
+	if !l.Partitioned {
 		return nil, ErrNotPartitioned
 	}
-	rows, _ := d.pool.Query(ctx, d.expandP(`SELECT period, started_at, ended_at, dropped_at,
+	rows, err := c.db.Query(ctx, c.expandP(`SELECT period, started_at, ended_at, dropped_at,
 		(extract(epoch FROM length) * 1000000)::bigint FROM {periods} ORDER BY period`))
 	var out []Period
 	var p Period
 	var ended, dropped *time.Time
 	var us int64
-	_, err = pgx.ForEachRow(rows, []any{&p.Period, &p.StartedAt, &ended, &dropped, &us}, func() error {
+	err = ForEach(rows, err, []any{&p.Period, &p.StartedAt, &ended, &dropped, &us}, func() error {
 		if ended != nil {
 			p.EndedAt = *ended
 		}

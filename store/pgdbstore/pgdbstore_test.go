@@ -1,0 +1,28 @@
+package pgdbstore_test
+
+import (
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/goleak"
+
+	"github.com/txinbox/txinbox/internal/pgdbtest"
+	"github.com/txinbox/txinbox/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	storetest.RunChild(harness)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+}
+
+var harness = pgdbtest.Harness("pgdbstore-pgx", "pgx", false)
+
+// TestConformance runs the suite on pgx's stdlib.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, harness)
+}
+
+// TestConformancePartitioned runs the suite on the partitioned layout.
+func TestConformancePartitioned(t *testing.T) {
+	storetest.Run(t, pgdbtest.Harness("pgdbstore-pgx-partitioned", "pgx", true))
+}
