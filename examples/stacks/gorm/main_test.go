@@ -105,3 +105,20 @@ func TestNestedTransaction(t *testing.T) {
 		t.Fatalf("invoices %q, want \"outer,inner\"", bodies)
 	}
 }
+
+// BenchmarkOpenOnTx is what the handler's gorm.Open costs per message
+// (GORM opens on the *sql.Tx without a round trip).
+func BenchmarkOpenOnTx(b *testing.B) {
+	db := stacktest.Open(b)
+	tx, err := db.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := gorm.Open(postgres.New(postgres.Config{Conn: tx}), &gorm.Config{SkipDefaultTransaction: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

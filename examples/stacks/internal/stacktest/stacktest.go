@@ -25,7 +25,7 @@ const ID = "InvoiceIssued/42"
 
 // Open returns the test database through pgx's stdlib, on a schema of its
 // own (the connections' search_path), closed at cleanup.
-func Open(t *testing.T) *sql.DB {
+func Open(t testing.TB) *sql.DB {
 	t.Helper()
 	return pgdbtest.Open(t, "pgx", testdb.NewSchema(t, testdb.Require(t)), 4)
 }
