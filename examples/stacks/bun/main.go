@@ -1,9 +1,7 @@
-// Command bun is txinbox with Bun on PostgreSQL: the handler's queries run
-// on the inbox's *sql.Tx (.Conn(tx)), so its write commits with the inbox
-// row, or neither does. It processes one message twice and prints the
-// outcomes: processed, then duplicate (no second invoice).
+// Command bun is txinbox with Bun on PostgreSQL: the handler's queries run on
+// the inbox's *sql.Tx, so its write commits with the inbox row, or neither.
 //
-//	DATABASE_URL=postgres://localhost/billing go run ./bun
+//	DATABASE_URL=postgres://localhost/billing go run ./bun   # processed, then duplicate
 package main
 
 import (
@@ -55,7 +53,7 @@ func setup(ctx context.Context, db *sql.DB) (*pgdbstore.Driver, error) {
 	return driver, err
 }
 
-// run processes one message twice and prints what happened.
+// run processes one message twice, as a broker redelivering it would.
 func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 	driver, err := setup(ctx, db)
 	if err != nil {
@@ -67,7 +65,7 @@ func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 		return err
 	}
 	msg := &txinbox.Message{ID: "InvoiceIssued/42", Payload: []byte("INVOIC 42")}
-	for range 2 { // the second time as a broker redelivering it would
+	for range 2 {
 		res, err := p.Process(ctx, []*txinbox.Message{msg})
 		if err != nil {
 			return err

@@ -1,10 +1,8 @@
-// Command ent is txinbox with ent on PostgreSQL: the handler builds its
-// ent client over the inbox's *sql.Tx, so its write commits with the
-// inbox row, or neither does. It processes one message twice and prints
-// the outcomes: processed, then duplicate (no second invoice). The client
-// in ./ent is generated from ./ent/schema (go generate ./ent/ent).
+// Command ent is txinbox with ent on PostgreSQL: the handler's client runs on
+// the inbox's *sql.Tx, so its write commits with the inbox row, or neither.
+// ./ent is generated from ./ent/schema (go generate ./ent/ent).
 //
-//	DATABASE_URL=postgres://localhost/billing go run ./ent
+//	DATABASE_URL=postgres://localhost/billing go run ./ent   # processed, then duplicate
 package main
 
 import (
@@ -51,7 +49,7 @@ func setup(ctx context.Context, db *sql.DB) (*pgdbstore.Driver, error) {
 	return driver, err
 }
 
-// run processes one message twice and prints what happened.
+// run processes one message twice, as a broker redelivering it would.
 func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 	driver, err := setup(ctx, db)
 	if err != nil {
@@ -62,7 +60,7 @@ func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 		return err
 	}
 	msg := &txinbox.Message{ID: "InvoiceIssued/42", Payload: []byte("INVOIC 42")}
-	for range 2 { // the second time as a broker redelivering it would
+	for range 2 {
 		res, err := p.Process(ctx, []*txinbox.Message{msg})
 		if err != nil {
 			return err

@@ -1,9 +1,7 @@
-// Command gorm is txinbox with GORM on PostgreSQL: the handler opens GORM
-// on the inbox's *sql.Tx, so its write commits with the inbox row, or
-// neither does. It processes one message twice and prints the outcomes:
-// processed, then duplicate (no second invoice).
+// Command gorm is txinbox with GORM on PostgreSQL: the handler opens GORM on
+// the inbox's *sql.Tx, so its write commits with the inbox row, or neither.
 //
-//	DATABASE_URL=postgres://localhost/billing go run ./gorm
+//	DATABASE_URL=postgres://localhost/billing go run ./gorm   # processed, then duplicate
 package main
 
 import (
@@ -53,7 +51,7 @@ func setup(ctx context.Context, db *sql.DB) (*pgdbstore.Driver, error) {
 	return driver, err
 }
 
-// run processes one message twice and prints what happened.
+// run processes one message twice, as a broker redelivering it would.
 func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 	driver, err := setup(ctx, db)
 	if err != nil {
@@ -64,7 +62,7 @@ func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 		return err
 	}
 	msg := &txinbox.Message{ID: "InvoiceIssued/42", Payload: []byte("INVOIC 42")}
-	for range 2 { // the second time as a broker redelivering it would
+	for range 2 {
 		res, err := p.Process(ctx, []*txinbox.Message{msg})
 		if err != nil {
 			return err

@@ -1,11 +1,8 @@
-// Command sqlc is txinbox with sqlc's database/sql output on PostgreSQL:
-// the handler runs the generated queries on the inbox's *sql.Tx
-// (queries.WithTx(tx)), so its write commits with the inbox row, or
-// neither does. It processes one message twice and prints the outcomes:
-// processed, then duplicate (no second invoice). ./invoicedb is generated
-// by sqlc from schema.sql and query.sql (sqlc.yaml).
+// Command sqlc is txinbox with sqlc's database/sql output on PostgreSQL: the
+// handler's queries run on the inbox's *sql.Tx, so its write commits with the
+// inbox row, or neither. ./invoicedb is sqlc's output (sqlc.yaml).
 //
-//	DATABASE_URL=postgres://localhost/billing go run ./sqlc
+//	DATABASE_URL=postgres://localhost/billing go run ./sqlc   # processed, then duplicate
 package main
 
 import (
@@ -52,7 +49,7 @@ func setup(ctx context.Context, db *sql.DB) (*pgdbstore.Driver, error) {
 	return driver, err
 }
 
-// run processes one message twice and prints what happened.
+// run processes one message twice, as a broker redelivering it would.
 func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 	driver, err := setup(ctx, db)
 	if err != nil {
@@ -64,7 +61,7 @@ func run(ctx context.Context, db *sql.DB, out io.Writer) error {
 		return err
 	}
 	msg := &txinbox.Message{ID: "InvoiceIssued/42", Payload: []byte("INVOIC 42")}
-	for range 2 { // the second time as a broker redelivering it would
+	for range 2 {
 		res, err := p.Process(ctx, []*txinbox.Message{msg})
 		if err != nil {
 			return err
