@@ -47,8 +47,9 @@ func TestHandler(t *testing.T) {
 }
 
 // nested writes "outer", then "inner" and "undone" each in a
-// gdb.Transaction, the second failing, then returns last. It opens GORM
-// with its default transaction on (SkipDefaultTransaction false).
+// gdb.Transaction, the second failing, checks that gdb.Begin fails, then
+// returns last. It opens GORM with its default transaction on
+// (SkipDefaultTransaction false).
 func nested(last error) txinbox.HandlerFunc[*sql.Tx] {
 	return func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
 		gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: tx}), &gorm.Config{})
@@ -73,6 +74,9 @@ func nested(last error) txinbox.HandlerFunc[*sql.Tx] {
 		}
 		if err := gdb.Transaction(write("undone", errUndone)); !errors.Is(err, errUndone) {
 			return fmt.Errorf("nested transaction: %v, want %v", err, errUndone)
+		}
+		if err := gdb.Begin().Error; !errors.Is(err, gorm.ErrInvalidTransaction) {
+			return fmt.Errorf("gdb.Begin on a *sql.Tx: %v, want %v", err, gorm.ErrInvalidTransaction)
 		}
 		return last
 	}
