@@ -15,9 +15,9 @@ import (
 func (d *Driver) Inspect(ctx context.Context, key store.Key) (store.Inspection, error) {
 	in := store.Inspection{Key: key}
 	var ir store.InboxRecord
-	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at
+	err := d.pool.QueryRow(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at, reply
 		FROM {inbox} WHERE scope = $1 AND message_id = $2 LIMIT 1`), key.Scope, key.MessageID).
-		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &ir.ReceivedAt, &ir.ProcessedAt)
+		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &ir.ReceivedAt, &ir.ProcessedAt, &ir.Reply)
 	if err := found(err, func() { in.Inbox = &ir }); err != nil {
 		return in, err
 	}

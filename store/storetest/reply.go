@@ -54,6 +54,12 @@ func testReplies[TTx any](f *fixture[TTx]) {
 	if res[1].Reply != nil {
 		f.t.Errorf("drift carries reply %q, want none", res[1].Reply)
 	}
+	if a, ok := f.d.(store.Admin); ok { // inspect shows the stored reply
+		in, err := a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "b"})
+		if err != nil || in.Inbox == nil || string(in.Inbox.Reply) != "answer of b run 2" {
+			f.t.Errorf("Inspect(b) = %+v, %v; want the reply %q", in.Inbox, err, "answer of b run 2")
+		}
+	}
 }
 
 // testInFlightFailsFast: with Config.FailFastInFlight, a key that another
