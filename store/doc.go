@@ -85,6 +85,9 @@
 //     holds uncommitted ends at once as txinbox.InFlight
 //     (txinbox.Config.FailFastInFlight), the rest of the batch going on.
 //     Without it, the claim waits for that transaction to end.
+//   - [ReplyLister] (Driver): the newest inbox rows that hold a reply
+//     (package httpinbox's keys), for the console's page of HTTP keys.
+//     Without it, the console has no such page.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

@@ -62,3 +62,20 @@ func keyColumns(keys []store.Key) (scopes, ids []string) {
 	}
 	return scopes, ids
 }
+
+var _ store.ReplyLister = (*Driver)(nil)
+
+// ListReplies implements store.ReplyLister, the newest rows first. It
+// reads the inbox table (an operator's page, not a hot path).
+func (d *Driver) ListReplies(ctx context.Context, scopePrefix string, limit int) ([]store.ReplyRecord, error) {
+	rows, _ := d.pool.Query(ctx, d.t.Expand(`SELECT scope, message_id, source, received_at, reply FROM {inbox}
+		WHERE left(scope, length($1)) = $1 AND reply IS NOT NULL ORDER BY received_at DESC LIMIT $2`), scopePrefix, limit)
+	var out []store.ReplyRecord
+	var r store.ReplyRecord
+	_, err := pgx.ForEachRow(rows, []any{&r.Scope, &r.MessageID, &r.Source, &r.ReceivedAt, &r.Reply}, func() error {
+		out = append(out, r)
+		r = store.ReplyRecord{}
+		return nil
+	})
+	return out, err
+}
