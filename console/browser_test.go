@@ -162,6 +162,19 @@ func TestBrowser(t *testing.T) {
 	if as4 := must(t, ctx, "AS4 list", chromedp.Text(chromedp.CSS("#as4"))); !strings.Contains(as4, "msg-1@partner-a") || !strings.Contains(as4, "receipt-1@txinbox") {
 		t.Errorf("the AS4 page lacks the stored message and its receipt: %q", as4)
 	}
+
+	// The HTTP keys: a route's key with its stored status, and its
+	// inspection with the stored answer.
+	e.httpKey("orders", "o-1")
+	open(t, ctx, e, "/ui/http-keys", "#route-orders")
+	screenshot(t, ctx, "http-keys")
+	if keys := must(t, ctx, "HTTP keys", chromedp.Text(chromedp.CSS("#route-orders"))); !strings.Contains(keys, "/o-1") || !strings.Contains(keys, "201") {
+		t.Errorf("the HTTP keys page lacks the key and its status: %q", keys)
+	}
+	must(t, ctx, "inspect the key", chromedp.Steps(chromedp.Click(chromedp.CSS(`#route-orders a`)), chromedp.WaitVisible(chromedp.CSS("#answer"))))
+	if answer := must(t, ctx, "answer", chromedp.Text(chromedp.CSS("#answer"))); !strings.Contains(answer, "status 201") {
+		t.Errorf("the inspection shows %q, want the stored status 201", answer)
+	}
 }
 
 // ediSample is an EDIFACT interchange, for the parsed envelope and key.

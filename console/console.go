@@ -56,6 +56,7 @@ func (c *console) routes() {
 	c.mux.HandleFunc("GET "+p+"outbox", c.outbox)
 	c.mux.HandleFunc("POST "+p+"outbox/{id}/replay", c.admin(c.outboxReplay))
 	c.mux.HandleFunc("GET "+p+"as4", c.as4)
+	c.mux.HandleFunc("GET "+p+"http-keys", c.httpKeys)
 }
 
 // ServeHTTP sets the security headers, asks for credentials when some are

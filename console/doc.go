@@ -1,6 +1,8 @@
 // Package console is txinbox's web console for operators: server-rendered
 // pages over an inbox's store (overview, dead letters, drift, inspect, the
-// outbox's failed rows, AS4 messages with their receipts) with the admin
+// outbox's failed rows, AS4 messages with their receipts, the HTTP keys
+// of package httpinbox per route with their stored status and this
+// process's replay, conflict and mismatch counts) with the admin
 // actions of the CLI (replay and drop a dead letter, one or a filtered
 // set; replay a failed outbox row). `txinbox serve` mounts it at /ui/ on
 // its --http-listen address; a Go program mounts it on its own mux:

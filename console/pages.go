@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txinbox/txinbox/httpinbox"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
 )
@@ -45,6 +46,9 @@ type inspectData struct {
 	In        store.Inspection
 	State     string
 	Payload   *payloadView // the dead letter's, when one is stored
+	// Answer is the HTTP answer stored in the inbox row (httpinbox), nil
+	// when none.
+	Answer *httpinbox.StoredResponse
 }
 
 func (c *console) inspect(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +64,11 @@ func (c *console) inspect(w http.ResponseWriter, r *http.Request) {
 		if in.DeadLetter != nil {
 			v := viewPayload(in.DeadLetter.Payload, c.cfg.EDI)
 			d.Payload = &v
+		}
+		if in.Inbox != nil {
+			if rs, err := httpinbox.ParseStoredResponse(in.Inbox.Reply); err == nil {
+				d.Answer = &rs
+			}
 		}
 	}
 	c.render(w, r, "inspect", "Inspect a key", d)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/duration"
+	"github.com/txinbox/txinbox/store"
 )
 
 // page is what every template gets.
@@ -23,7 +24,9 @@ type page struct {
 	CanAct            bool
 	CSRF              string
 	HasOutbox, HasAS4 bool
-	Data              any
+	// HasHTTPKeys: the store lists HTTP keys (store.ReplyLister).
+	HasHTTPKeys bool
+	Data        any
 }
 
 var funcs = template.FuncMap{
@@ -76,6 +79,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, name, title str
 func (c *console) renderStatus(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
 	p := page{Title: title, Prefix: c.cfg.Prefix, CanAct: c.cfg.Auth.configured(), Data: data,
 		HasOutbox: c.cfg.Outbox != nil, HasAS4: c.cfg.AS4 != nil}
+	_, p.HasHTTPKeys = c.cfg.Admin.(store.ReplyLister)
 	if p.CanAct {
 		p.CSRF = c.csrf.token(r)
 	}

@@ -72,6 +72,9 @@ func BenchmarkHTTPAgainstBaseline(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("HTTPINBOX_BENCH_CONCURRENCY")); err == nil {
 		cfg.Concurrency = v
 	}
+	if v, err := time.ParseDuration(os.Getenv("HTTPINBOX_BENCH_LINGER")); err == nil {
+		cfg.Linger = v
+	}
 	in, err := httpinbox.New(e.driver, cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -153,3 +153,22 @@ func (rp reply) write(w http.ResponseWriter, replayed bool) {
 	w.WriteHeader(rp.status)
 	w.Write(rp.body) //nolint:errcheck // the client went away: nothing to do
 }
+
+// StoredResponse is a response as the inbox stores it for replays: what
+// `txinbox inspect` and the console show of an HTTP key.
+type StoredResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// ParseStoredResponse reads a stored response back from an inbox row's
+// reply (store.InboxRecord.Reply); an error says the reply was not stored
+// by this package.
+func ParseStoredResponse(b []byte) (StoredResponse, error) {
+	rp, err := decodeReply(b)
+	if err != nil {
+		return StoredResponse{}, err
+	}
+	return StoredResponse{Status: rp.status, Header: rp.header, Body: rp.body}, nil
+}

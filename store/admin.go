@@ -54,6 +54,10 @@ type InboxRecord struct {
 	Source, SourcePosition, PartitionKey string
 	PayloadHash                          []byte
 	ReceivedAt, ProcessedAt              time.Time
+	// Reply is what the handler left for duplicates (txinbox.Message.Reply,
+	// Config.Replies): an HTTP key's stored response (httpinbox). Nil when
+	// none was stored.
+	Reply []byte
 }
 
 // AttemptsRecord is a stored attempt count.

@@ -89,6 +89,9 @@
 //     commit survives a crash or a failover are read at start (server.Run
 //     refuses those that can lose acknowledged messages unless accepted)
 //     and shown by status and the console. Without it, nothing is checked.
+//   - [ReplyLister] (Driver): the newest inbox rows that hold a reply
+//     (package httpinbox's keys), for the console's page of HTTP keys.
+//     Without it, the console has no such page.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

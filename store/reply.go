@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ReplyRow is what a committed message's handler left for later
 // duplicates (txinbox.Message.Reply), kept in the message's inbox row.
@@ -32,4 +35,22 @@ type InFlightLocker interface {
 	// transaction ends on each key, and reports, aligned with keys,
 	// whether it got it.
 	TryLockKeys(ctx context.Context, keys []Key) ([]bool, error)
+}
+
+// ReplyRecord is an inbox row that holds a reply: with httpinbox, an HTTP
+// key and its stored response.
+type ReplyRecord struct {
+	Key
+	Source     string
+	ReceivedAt time.Time
+	Reply      []byte
+}
+
+// ReplyLister is the optional Admin interface behind the console's page
+// of HTTP keys.
+type ReplyLister interface {
+	// ListReplies returns the inbox rows that hold a reply, of the scopes
+	// that start with scopePrefix, newest first (received_at), at most
+	// limit.
+	ListReplies(ctx context.Context, scopePrefix string, limit int) ([]ReplyRecord, error)
 }

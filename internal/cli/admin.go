@@ -103,6 +103,7 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	printStatusTotals(w, db, sumScopes(scopes))
 	printDurability(w, du, duErr)
 	printOutboxStatus(w, ob, obErr)
+	printHTTPKeys(w, scopes, retentionOf)
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
 	w.Flush()
 	return clikit.ExitOK
@@ -230,7 +231,8 @@ func printStatusJSON(w io.Writer, db *clikit.InboxDB, s store.ScopeStats, scopes
 	}
 	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // stdout
 		"db": db.Kind, "inbox": s.Inbox, "expired": s.Expired, "attempts": s.Attempts, "dead_letters": s.DeadLetters,
-		"drift": s.Drift, "oldest_inbox": clikit.TimeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob, "durability": du})
+		"drift": s.Drift, "oldest_inbox": clikit.TimeOrNil(s.OldestInbox), "retention": retentionOf(""), "scopes": per, "outbox": ob,
+		"durability": du, "http_keys": httpKeysJSON(scopes, retentionOf)})
 }
 
 // driftParent is txinbox drift: list and show.

@@ -283,6 +283,9 @@ func inspection(in store.Inspection) map[string]any {
 		out["inbox"] = map[string]any{"source": in.Inbox.Source, "source_position": in.Inbox.SourcePosition,
 			"partition_key": in.Inbox.PartitionKey, "payload_sha256": hex.EncodeToString(in.Inbox.PayloadHash),
 			"received_at": in.Inbox.ReceivedAt.UTC(), "processed_at": in.Inbox.ProcessedAt.UTC()}
+		if in.Inbox.Reply != nil {
+			out["inbox"].(map[string]any)["reply"] = replyJSON(in.Inbox.Reply)
+		}
 	}
 	if in.Attempts != nil {
 		if in.Inbox == nil {

@@ -7,15 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgsql"
 )
 
-var _, _ = store.ReplyKeeper((*pgTx)(nil)), store.InFlightLocker((*pgTx)(nil))
+var _, _, _ = store.ReplyKeeper((*pgTx)(nil)), store.InFlightLocker((*pgTx)(nil)), store.ReplyLister((*Driver)(nil))
 
 // TryLockKeys implements store.InFlightLocker with transaction advisory
 // locks (pg_try_advisory_xact_lock), taken in the transaction's first
 // round trip when it is its first statement.
 func (t *pgTx) TryLockKeys(ctx context.Context, keys []store.Key) ([]bool, error) {
-	scopes, ids := keyColumns(keys)
+	scopes, ids := pgsql.KeyColumns(keys)
 	got := make([]bool, 0, len(keys))
 	var ok bool
 	err := t.claimed(ctx, t.q.LockKeys, func(rs pgx.Rows) error {
@@ -49,16 +50,14 @@ func (t *pgTx) Replies(ctx context.Context, keys []store.Key) ([][]byte, error) 
 	if err := t.begin(ctx); err != nil {
 		return nil, err
 	}
-	scopes, ids := keyColumns(keys)
+	scopes, ids := pgsql.KeyColumns(keys)
 	var out [][]byte
 	err := t.tx.QueryRow(ctx, t.q.Replies, scopes, ids).Scan(&out) // one per key: a LEFT JOIN
 	return out, err
 }
 
-func keyColumns(keys []store.Key) (scopes, ids []string) {
-	scopes, ids = make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		scopes[i], ids[i] = k.Scope, k.MessageID
-	}
-	return scopes, ids
+// ListReplies implements store.ReplyLister (pgsql.ReplyStatements).
+func (d *Driver) ListReplies(ctx context.Context, scopePrefix string, limit int) ([]store.ReplyRecord, error) {
+	rows, _ := d.pool.Query(ctx, d.q.ListReplies, scopePrefix, limit)
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[store.ReplyRecord])
 }

@@ -15,9 +15,9 @@ func (d *Driver) Inspect(ctx context.Context, key store.Key) (store.Inspection, 
 	in := store.Inspection{Key: key}
 	var ir store.InboxRecord
 	var recv, proc string
-	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at
+	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at, reply
 		FROM {inbox} WHERE scope = ? AND message_id = ?`), key.Scope, key.MessageID).
-		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &recv, &proc)
+		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &recv, &proc, &ir.Reply)
 	if err := found(err, func() error {
 		in.Inbox = &ir
 		return parseTimes(map[*time.Time]string{&ir.ReceivedAt: recv, &ir.ProcessedAt: proc})

@@ -36,3 +36,28 @@ func (t *sqliteTx) Replies(ctx context.Context, keys []store.Key) ([][]byte, err
 	}
 	return out, nil
 }
+
+var _ store.ReplyLister = (*Driver)(nil)
+
+// ListReplies implements store.ReplyLister, the newest rows first.
+func (d *Driver) ListReplies(ctx context.Context, scopePrefix string, limit int) ([]store.ReplyRecord, error) {
+	rows, err := d.db.QueryContext(ctx, d.t.Expand(`SELECT scope, message_id, source, received_at, reply FROM {inbox}
+		WHERE substr(scope, 1, length(?1)) = ?1 AND reply IS NOT NULL ORDER BY received_at DESC LIMIT ?2`), scopePrefix, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ReplyRecord
+	for rows.Next() {
+		var r store.ReplyRecord
+		var at string
+		if err := rows.Scan(&r.Scope, &r.MessageID, &r.Source, &at, &r.Reply); err != nil {
+			return nil, err
+		}
+		if r.ReceivedAt, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -54,6 +54,22 @@ func testReplies[TTx any](f *fixture[TTx]) {
 	if res[1].Reply != nil {
 		f.t.Errorf("drift carries reply %q, want none", res[1].Reply)
 	}
+	if a, ok := f.d.(store.Admin); ok { // inspect shows the stored reply
+		in, err := a.Inspect(f.ctx, store.Key{Scope: scope, MessageID: "b"})
+		if err != nil || in.Inbox == nil || string(in.Inbox.Reply) != "answer of b run 2" {
+			f.t.Errorf("Inspect(b) = %+v, %v; want the reply %q", in.Inbox, err, "answer of b run 2")
+		}
+	}
+	if l, ok := f.d.(store.ReplyLister); ok {
+		got, err := l.ListReplies(f.ctx, scope[:3], 10)
+		if err != nil || len(got) != 2 || got[0].MessageID != "fails-once" || string(got[0].Reply) != "answer of fails-once run 2" ||
+			got[1].MessageID != "b" || got[0].Source != "invoices" || got[0].ReceivedAt.IsZero() {
+			f.t.Errorf("ListReplies = %+v, %v; want fails-once then b", got, err)
+		}
+		if got, err := l.ListReplies(f.ctx, "other", 10); err != nil || len(got) != 0 {
+			f.t.Errorf("ListReplies(other) = %+v, %v; want none", got, err)
+		}
+	}
 }
 
 // testInFlightFailsFast: with Config.FailFastInFlight, a key that another

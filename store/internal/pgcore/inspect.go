@@ -11,9 +11,9 @@ import (
 func (c *Core) Inspect(ctx context.Context, key store.Key) (store.Inspection, error) {
 	in := store.Inspection{Key: key}
 	var ir store.InboxRecord
-	ok, err := QueryRow(ctx, c.db, c.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at
+	ok, err := QueryRow(ctx, c.db, c.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at, reply
 		FROM {inbox} WHERE scope = $1 AND message_id = $2 LIMIT 1`), []any{key.Scope, key.MessageID},
-		&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &ir.ReceivedAt, &ir.ProcessedAt)
+		&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, &ir.ReceivedAt, &ir.ProcessedAt, &ir.Reply)
 	if err != nil {
 		return in, err
 	}

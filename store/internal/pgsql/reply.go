@@ -1,6 +1,9 @@
 package pgsql
 
-import "github.com/txinbox/txinbox/store/schema"
+import (
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/schema"
+)
 
 // ReplyStatements are the statements of replies and in-flight locks
 // (store.ReplyKeeper, store.InFlightLocker), expanded for a store's
@@ -18,6 +21,10 @@ type ReplyStatements struct {
 	// Replies returns one array: the reply of each key's ($1, $2) inbox
 	// row, in the keys' order (NULL when none).
 	Replies string
+	// ListReplies returns, as store.ReplyRecord's columns, the newest
+	// ($2 at most) inbox rows holding a reply whose scope starts with $1.
+	// It reads the inbox table: an operator's page, not a hot path.
+	ListReplies string
 }
 
 // NewReplyStatements expands the reply statements for t.
@@ -32,5 +39,17 @@ WHERE i.scope = r.scope AND i.message_id = r.message_id`),
 		Replies: t.Expand(`SELECT array_agg(i.reply ORDER BY k.ord)
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(scope, message_id, ord)
 LEFT JOIN {inbox} AS i ON i.scope = k.scope AND i.message_id = k.message_id`),
+		ListReplies: t.Expand(`SELECT scope, message_id, source, received_at, reply FROM {inbox}
+WHERE left(scope, length($1)) = $1 AND reply IS NOT NULL ORDER BY received_at DESC LIMIT $2`),
 	}
+}
+
+// KeyColumns splits keys into the scope and message id arrays the reply
+// statements take.
+func KeyColumns(keys []store.Key) (scopes, ids []string) {
+	scopes, ids = make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		scopes[i], ids[i] = k.Scope, k.MessageID
+	}
+	return scopes, ids
 }
