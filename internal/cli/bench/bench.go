@@ -212,6 +212,9 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 const maxBusy = 256
 
 func (o *benchOptions) parse(dups, only string) error {
+	if err := clikit.CheckScheme(o.db); err != nil {
+		return err
+	}
 	if !clikit.IsPostgresURL(o.db) {
 		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
 	}

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,11 +91,41 @@ func IsPostgresURL(u string) bool {
 	return false
 }
 
+// servedSchemes are the URL schemes --db serves; any other "scheme://"
+// is refused by CheckScheme, naming it, rather than taken for the name of
+// a SQLite file.
+var servedSchemes = []string{"postgres", "postgresql", "sqlite", "file"}
+
+// schemeRE is a URL's scheme (RFC 3986: a letter, then letters, digits,
+// "+", "-" or ".") followed by "://".
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// CheckScheme refuses a --db URL whose scheme txinbox does not serve
+// (sqlserver://, mysql:// in a build without it, a typo such as
+// postgress://), naming the scheme: without it, the URL would be opened
+// as a SQLite file of that name ("unable to open database file").
+func CheckScheme(url string) error {
+	m := schemeRE.FindStringSubmatch(url)
+	if m == nil {
+		return nil
+	}
+	scheme := strings.ToLower(m[1])
+	if slices.Contains(servedSchemes, scheme) {
+		return nil
+	}
+	return fmt.Errorf("--db: txinbox does not serve the scheme %q (%s://...); use %s:// URLs or a SQLite file path",
+		m[1], m[1], strings.Join(servedSchemes[:2], ":// or "))
+}
+
 // OpenDB opens the inbox database that f names: a PostgreSQL URL, or else a
-// SQLite file path (a "sqlite://" or "file:" prefix is accepted).
+// SQLite file path (a "sqlite://" or "file:" prefix is accepted). A URL of
+// any other scheme is refused (CheckScheme).
 func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if f.URL == "" {
 		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
+	}
+	if err := CheckScheme(f.URL); err != nil {
+		return nil, err
 	}
 	if IsPostgresURL(f.URL) {
 		cfg, err := pgxpool.ParseConfig(f.URL)
@@ -213,6 +245,9 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 // file that does not exist is an error rather than a new empty database, and
 // tables that were never migrated are named as such.
 func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
+	if err := CheckScheme(f.URL); err != nil {
+		return nil, err
+	}
 	if f.URL != "" && !IsPostgresURL(f.URL) {
 		path := sqlitePath(f.URL)
 		if st, err := os.Stat(path); err != nil {
