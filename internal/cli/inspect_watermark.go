@@ -34,7 +34,7 @@ func watermarkState(ctx context.Context, db *clikit.InboxDB, scope, id string) (
 	if db.PG != nil {
 		wms, err = db.PG.Checkpoints(ctx, scope, topic)
 	} else {
-		wms, err = db.Lite.Checkpoints(ctx, scope, topic)
+		wms, err = db.SQL.Checkpoints(ctx, scope, topic)
 	}
 	wm, found := wms[int32(part)]
 	if err != nil || !found {

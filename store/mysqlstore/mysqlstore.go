@@ -206,6 +206,14 @@ const timeLayout = "2006-01-02 15:04:05.000000"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
+// FormatTime is t as the store writes a DATETIME(6) value: UTC text, for
+// the tables of other packages on the same database (outbox/outboxmy).
+func FormatTime(t time.Time) string { return formatTime(t) }
+
+// ScanTime scans a DATETIME(6) column into *t (NULL leaves it zero),
+// whether go-sql-driver parses times (parseTime=true) or not.
+func ScanTime(t *time.Time) sql.Scanner { return at(t) }
+
 // dbTime scans a DATETIME(6) column as go-sql-driver returns it: a
 // time.Time with parseTime=true (in loc, which Connector requires to be
 // UTC), text without.

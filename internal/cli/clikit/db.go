@@ -17,8 +17,10 @@ import (
 
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxmy"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/schema"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -63,16 +65,21 @@ func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, i
 
 // InboxDB is an open inbox database of either kind.
 type InboxDB struct {
-	// Kind is "postgres" or "sqlite".
+	// Kind is "postgres", "mysql" or "sqlite".
 	Kind string
 	// Where is the URL without password, or the file path.
 	Where string
 	// Admin is the store's admin interface (status, dead letters, ...).
 	Admin store.Admin
-	// PG is the PostgreSQL driver, nil for SQLite.
+	// PG is the PostgreSQL driver, nil for SQLite and MySQL.
 	PG *pgstore.Driver
-	// Lite is the SQLite driver, nil for PostgreSQL.
+	// Lite is the SQLite driver, nil for PostgreSQL and MySQL.
 	Lite *sqlitestore.Driver
+	// My is the MySQL (and MariaDB) driver, nil for the others.
+	My *mysqlstore.Driver
+	// SQL is the store of a database/sql database (SQLite or MySQL),
+	// whose handlers get a *sql.Tx; nil for PostgreSQL.
+	SQL store.Driver[*sql.Tx]
 	// Close closes the pool or the file.
 	Close func()
 }
@@ -94,7 +101,7 @@ func IsPostgresURL(u string) bool {
 // servedSchemes are the URL schemes --db serves; any other "scheme://"
 // is refused by CheckScheme, naming it, rather than taken for the name of
 // a SQLite file.
-var servedSchemes = []string{"postgres", "postgresql", "sqlite", "file"}
+var servedSchemes = []string{"postgres", "postgresql", "mysql", "mariadb", "sqlite", "file"}
 
 // schemeRE is a URL's scheme (RFC 3986: a letter, then letters, digits,
 // "+", "-" or ".") followed by "://".
@@ -113,19 +120,67 @@ func CheckScheme(url string) error {
 	if slices.Contains(servedSchemes, scheme) {
 		return nil
 	}
-	return fmt.Errorf("--db: txinbox does not serve the scheme %q (%s://...); use %s:// URLs or a SQLite file path",
-		m[1], m[1], strings.Join(servedSchemes[:2], ":// or "))
+	return fmt.Errorf("--db: txinbox does not serve the scheme %q (%s://...); use postgres://, mysql:// (MySQL or MariaDB) "+
+		"or a SQLite file path", m[1], m[1])
 }
 
-// OpenDB opens the inbox database that f names: a PostgreSQL URL, or else a
-// SQLite file path (a "sqlite://" or "file:" prefix is accepted). A URL of
-// any other scheme is refused (CheckScheme).
+// IsMySQLURL reports whether u names a MySQL or MariaDB database: a
+// mysql:// (or mariadb://) URL, or go-sql-driver's DSN
+// (user:pass@tcp(host:port)/db).
+func IsMySQLURL(u string) bool {
+	return strings.HasPrefix(u, "mysql://") || strings.HasPrefix(u, "mariadb://") ||
+		strings.Contains(u, "@tcp(") || strings.Contains(u, "@unix(") || strings.HasPrefix(u, "tcp(")
+}
+
+// openMySQL opens a MySQL or MariaDB --db.
+func openMySQL(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
+	if f.Schema != "" {
+		return nil, errors.New("--schema applies to PostgreSQL only; on MySQL the URL names the database (use --table-prefix)")
+	}
+	dsn := f.URL
+	if rest, ok := strings.CutPrefix(dsn, "mariadb://"); ok {
+		dsn = "mysql://" + rest
+	}
+	cfg, err := mysqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	c, err := mysqlstore.Connector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	db := sql.OpenDB(c)
+	if maxConns > 0 {
+		db.SetMaxOpenConns(int(maxConns))
+	}
+	where := mysqlstore.Redact(cfg)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, ConnectError{fmt.Errorf("connecting to %s: %w", where, err)}
+	}
+	d, err := mysqlstore.New(db, mysqlstore.Options{TablePrefix: f.Prefix})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &InboxDB{Kind: "mysql", Where: where, Admin: d, My: d, SQL: d, Close: func() { db.Close() }}, nil
+}
+
+// OpenDB opens the inbox database that f names: a PostgreSQL URL, a MySQL
+// or MariaDB URL (or go-sql-driver's DSN), or else a SQLite file path (a
+// "sqlite://" or "file:" prefix is accepted). A URL of any other scheme is
+// refused (CheckScheme).
 func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if f.URL == "" {
 		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
 	}
 	if err := CheckScheme(f.URL); err != nil {
 		return nil, err
+	}
+	if IsMySQLURL(f.URL) {
+		return openMySQL(ctx, f, maxConns)
 	}
 	if IsPostgresURL(f.URL) {
 		cfg, err := pgxpool.ParseConfig(f.URL)
@@ -163,7 +218,7 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, Close: func() { d.Close() }}, nil
+	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, SQL: d, Close: func() { d.Close() }}, nil
 }
 
 // ConnectError is OpenDB's error when the database does not answer: a
@@ -186,14 +241,51 @@ func Redact(cfg *pgxpool.Config) string {
 }
 
 // Exec runs one statement outside any inbox transaction. Statements use
-// $1, $2, ... placeholders, which both databases accept.
+// $1, $2, ... placeholders, which PostgreSQL and SQLite accept; for MySQL
+// they become "?" (each must appear once, in order).
 func (db *InboxDB) Exec(ctx context.Context, sqlText string, args ...any) error {
 	if db.PG != nil {
 		_, err := db.PG.Pool().Exec(ctx, sqlText, args...)
 		return err
 	}
-	_, err := db.Lite.DB().ExecContext(ctx, sqlText, args...)
+	_, err := db.sqlDB().ExecContext(ctx, db.placeholders(sqlText), args...)
 	return err
+}
+
+// sqlDB is the *sql.DB of a database/sql store.
+func (db *InboxDB) sqlDB() *sql.DB {
+	if db.My != nil {
+		return db.My.DB()
+	}
+	return db.Lite.DB()
+}
+
+var dollarParam = regexp.MustCompile(`\$[0-9]+`)
+
+// placeholders turns $1, $2, ... into MySQL's "?".
+func (db *InboxDB) placeholders(sqlText string) string {
+	if db.My == nil {
+		return sqlText
+	}
+	return MySQLPlaceholders(sqlText)
+}
+
+// MySQLPlaceholders turns the $1, $2, ... of a statement into "?" (each
+// must appear once, in order).
+func MySQLPlaceholders(sqlText string) string { return dollarParam.ReplaceAllString(sqlText, "?") }
+
+// MySQLTxExec is SQLTxExec for MySQL: $1, $2, ... become "?".
+func MySQLTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) error {
+	_, err := tx.ExecContext(ctx, MySQLPlaceholders(sqlText), args...)
+	return err
+}
+
+// SQLExec is the TxExecFunc of db's database/sql store.
+func (db *InboxDB) SQLExec() TxExecFunc[*sql.Tx] {
+	if db.My != nil {
+		return MySQLTxExec
+	}
+	return SQLTxExec
 }
 
 // Query runs a query and calls fn for each row with the scan targets.
@@ -203,7 +295,7 @@ func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest [
 		_, err := pgx.ForEachRow(rows, dest, fn)
 		return err
 	}
-	rows, err := db.Lite.DB().QueryContext(ctx, sqlText, args...)
+	rows, err := db.sqlDB().QueryContext(ctx, db.placeholders(sqlText), args...)
 	if err != nil {
 		return err
 	}
@@ -237,7 +329,7 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 	if db.PG != nil {
 		return db.PG.Pool().Ping(ctx)
 	}
-	return db.Lite.DB().PingContext(ctx)
+	return db.sqlDB().PingContext(ctx)
 }
 
 // OpenMigrated opens the database like OpenDB for a command that only reads
@@ -248,7 +340,7 @@ func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, err
 	if err := CheckScheme(f.URL); err != nil {
 		return nil, err
 	}
-	if f.URL != "" && !IsPostgresURL(f.URL) {
+	if f.URL != "" && !IsPostgresURL(f.URL) && !IsMySQLURL(f.URL) {
 		path := sqlitePath(f.URL)
 		if st, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("--db: %w (create the inbox with txinbox migrate --db %s)", err, path)
@@ -274,8 +366,11 @@ func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, err
 
 // Tables are the quoted names of the inbox tables.
 func (db *InboxDB) Tables() schema.Tables {
-	if db.PG != nil {
+	switch {
+	case db.PG != nil:
 		return db.PG.Tables()
+	case db.My != nil:
+		return db.My.Tables()
 	}
 	return db.Lite.Tables()
 }
@@ -285,8 +380,11 @@ func (db *InboxDB) OutboxTable() string { return db.Tables().Outbox }
 
 // OutboxStore is the outbox table of db.
 func (db *InboxDB) OutboxStore() outbox.Store {
-	if db.PG != nil {
+	switch {
+	case db.PG != nil:
 		return outboxpg.New(db.PG)
+	case db.My != nil:
+		return outboxmy.New(db.My)
 	}
 	return outboxlite.New(db.Lite)
 }

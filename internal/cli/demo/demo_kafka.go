@@ -158,7 +158,7 @@ func RunConsumerKafka(ctx context.Context, env *clikit.Env, args []string) int {
 		if db.PG != nil {
 			return consumeKafka(ctx, c, db.PG, clikit.PGTxExec, *seeds, *topic)
 		}
-		return consumeKafka(ctx, c, db.Lite, clikit.SQLTxExec, *seeds, *topic)
+		return consumeKafka(ctx, c, db.SQL, db.SQLExec(), *seeds, *topic)
 	})
 }
 

@@ -283,6 +283,11 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 			return pgAS4(ctx, db, &o)
 		})
 	}
+	if db.My != nil {
+		return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(context.Context) (as4.Store[*sql.Tx], error) {
+			return nil, errors.New("the AS4 endpoint's tables are not available on MySQL or MariaDB yet: use PostgreSQL or SQLite for --as4-listen")
+		})
+	}
 	return serveWith[*sql.Tx](ctx, env, &o, db, db.Lite, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
 		return sqliteAS4(ctx, db, &o)
 	})
