@@ -37,7 +37,7 @@ type Database interface {
 
 type queries struct {
 	add, claim, claimOrdered, sent, retry, failed, stats, listFailed, replay, purge, sentBefore string
-	replayRow, audit                                                                           string
+	replayRow, audit                                                                            string
 }
 
 // New returns the outbox table of the driver's database; the driver's

@@ -147,4 +147,3 @@ func (d *Driver) Checkpoints(ctx context.Context, scope, source string) (map[int
 	}
 	return out, nil
 }
-
