@@ -27,7 +27,10 @@ const migrateLockTimeout = 60
 // ask of the application's DSN).
 var statementEnd = regexp.MustCompile(`;\s*\n`)
 
-// Migrate applies the embedded migrations that are not applied yet. DDL
+// Migrate applies the embedded migrations that are not applied yet, then
+// checks the key columns (CheckKeys): every command and serve migrate at
+// start, so a key column changed to a case-insensitive collation stops
+// them. DDL
 // commits implicitly in MySQL, so a migration is no transaction: each
 // statement is idempotent (IF NOT EXISTS), and a named lock (GET_LOCK)
 // makes two processes migrating at once take turns.
@@ -75,7 +78,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return d.CheckKeys(ctx)
 }
 
 // stripComments drops the "--" comment lines of a statement.
