@@ -53,9 +53,11 @@ type db struct {
 	text func(t *testing.T, col string, id int64) string
 }
 
-// eachDB runs fn against PostgreSQL, SQLite and MySQL (MariaDB).
+// eachDB runs fn against PostgreSQL (on pgx, and on database/sql) and
+// SQLite, and MySQL (MariaDB).
 func eachDB(t *testing.T, fn func(t *testing.T, d *db)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, newPG(t)) })
+	t.Run("pgdbstore", func(t *testing.T) { fn(t, newPGDB(t)) })
 	t.Run("sqlite", func(t *testing.T) { fn(t, newLite(t)) })
 	t.Run("mysql", func(t *testing.T) { fn(t, newMy(t)) })
 }

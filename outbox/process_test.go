@@ -47,7 +47,14 @@ func relayChild(desc string) error {
 	ctx := context.Background()
 	kind, where, _ := strings.Cut(desc, ":")
 	var s outbox.Store
-	if kind == "postgres" {
+	if kind == "pgdbstore" {
+		st, sdb, err := dialPGDB(where, "")
+		if err != nil {
+			return err
+		}
+		defer sdb.Close()
+		s = st
+	} else if kind == "postgres" {
 		cfg, err := pgxpool.ParseConfig(testdb.URL())
 		if err != nil {
 			return err

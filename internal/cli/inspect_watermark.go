@@ -31,11 +31,7 @@ func watermarkState(ctx context.Context, db *clikit.InboxDB, scope, id string) (
 		return "", nil, false, false
 	}
 	var wms map[int32]int64
-	if db.PG != nil {
-		wms, err = db.PG.Checkpoints(ctx, scope, topic)
-	} else {
-		wms, err = db.SQL.Checkpoints(ctx, scope, topic)
-	}
+	wms, err = db.Checkpoints(ctx, scope, topic)
 	wm, found := wms[int32(part)]
 	if err != nil || !found {
 		return "", nil, false, false

@@ -7,6 +7,8 @@ import (
 
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -46,10 +48,15 @@ func (c *migrateCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	}
 	defer db.Close()
 	if c.partitioned {
-		if db.PG == nil {
+		var d store.Admin
+		switch {
+		case db.PG != nil:
+			d, err = pgstore.New(db.PG.Pool(), pgstore.Options{Schema: c.dbf.Schema, TablePrefix: c.dbf.Prefix, Partitioned: true, PartitionPeriod: c.period})
+		case db.SQLPG != nil:
+			d, err = pgdbstore.New(db.SQLPG.DB(), pgdbstore.Options{Schema: c.dbf.Schema, TablePrefix: c.dbf.Prefix, Partitioned: true, PartitionPeriod: c.period})
+		default:
 			return clikit.UsageError(in.Env, in.Path, "--partitioned applies to PostgreSQL only")
 		}
-		d, err := pgstore.New(db.PG.Pool(), pgstore.Options{Schema: c.dbf.Schema, TablePrefix: c.dbf.Prefix, Partitioned: true, PartitionPeriod: c.period})
 		if err != nil {
 			return clikit.UsageError(in.Env, in.Path, "--partition-period: "+err.Error())
 		}

@@ -63,8 +63,8 @@ func (c *purgeCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	start := time.Now()
 	// On a partitioned inbox, whole partitions go (all-scope purges only).
 	var partitions []int64
-	if db.PG != nil && *scope == "" {
-		if partitions, err = expiredPeriods(ctx, db.PG, before); err != nil {
+	if pd := periodsOf(db); pd != nil && *scope == "" {
+		if partitions, err = expiredPeriods(ctx, pd, before); err != nil {
 			fmt.Fprintf(env.Stderr, "txinbox purge: %s: %v\n", db.Where, err)
 			return clikit.ExitFailure
 		}
@@ -147,9 +147,12 @@ func purgeTables(ctx context.Context, db *clikit.InboxDB, dbf clikit.DBFlags) ([
 		ob := db.OutboxStore()
 		return []purge.Table{{Name: "outbox_sent", Purge: ob.PurgeSent, Count: ob.SentBefore}}, nil // no AS4 tables on MySQL
 	}
-	if db.PG != nil {
+	switch {
+	case db.PG != nil:
 		as4, err = as4pg.New(db.PG.Pool(), as4pg.Options{Schema: dbf.Schema, TablePrefix: dbf.Prefix})
-	} else {
+	case db.SQLPG != nil:
+		as4, err = as4pg.NewSQL(db.SQLPG.DB(), as4pg.Options{Schema: dbf.Schema, TablePrefix: dbf.Prefix})
+	default:
 		as4, err = as4sqlite.New(db.Lite.DB(), as4sqlite.Options{TablePrefix: dbf.Prefix})
 	}
 	if err != nil {
@@ -169,7 +172,24 @@ func purgeTables(ctx context.Context, db *clikit.InboxDB, dbf clikit.DBFlags) ([
 
 // expiredPeriods lists the periods whose partitions a purge with this
 // cut-off drops; none for an unpartitioned inbox.
-func expiredPeriods(ctx context.Context, d *pgstore.Driver, before time.Time) ([]int64, error) {
+// periodLister is what pgstore's and pgdbstore's drivers share to list the
+// partitioned layout's periods.
+type periodLister interface {
+	Periods(ctx context.Context) ([]pgstore.Period, error)
+}
+
+// periodsOf is db's PostgreSQL driver, nil on SQLite.
+func periodsOf(db *clikit.InboxDB) periodLister {
+	switch {
+	case db.PG != nil:
+		return db.PG
+	case db.SQLPG != nil:
+		return db.SQLPG
+	}
+	return nil
+}
+
+func expiredPeriods(ctx context.Context, d periodLister, before time.Time) ([]int64, error) {
 	ps, err := d.Periods(ctx)
 	if errors.Is(err, pgstore.ErrNotPartitioned) {
 		return nil, nil

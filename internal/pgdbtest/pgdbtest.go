@@ -109,8 +109,6 @@ func Harness(name, driverName string, partitioned bool) storetest.Harness[*sql.T
 		Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
 		Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		SlowQuery: "SELECT pg_sleep(5)",
-		// docs/pgdbstore.md, "Guards".
-		AutocommitsAfterSQLEnd: true,
 		InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
 			pd := d.(*pgdbstore.Driver)
 			var h []byte

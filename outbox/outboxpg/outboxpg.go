@@ -1,36 +1,50 @@
-// Package outboxpg is the outbox table of a PostgreSQL inbox database
-// (store/pgstore), for package outbox's Relay: rows added with Add in a
-// handler's pgx.Tx, claimed with SELECT ... FOR UPDATE SKIP LOCKED. It is
-// a package of its own so that programs on SQLite do not link pgx.
+// Package outboxpg is the outbox table of a PostgreSQL inbox database,
+// for package outbox's Relay: rows added with Add in a handler's
+// transaction (a pgx.Tx on store/pgstore: Store; a *sql.Tx on
+// store/pgdbstore: SQLStore), claimed with SELECT ... FOR UPDATE SKIP
+// LOCKED. Its SQL is written once (internal/pgseam) for both connection
+// libraries. It is a package of its own so that programs on SQLite do not
+// link pgx.
 package outboxpg
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txinbox/txinbox/internal/pgseam"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/internal/table"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/schema"
 )
 
-// Store is the outbox table of a PostgreSQL inbox database (pgstore). Its
-// rows are claimed with SELECT ... FOR UPDATE SKIP LOCKED in a short
-// transaction that also records the outcome of each send, so relays in
-// several goroutines and processes share the work and never send the same
-// row at the same time.
-type Store struct {
-	pool *pgxpool.Pool
-	q    pgQueries
+// Store is the outbox table of a PostgreSQL inbox database on pgx
+// (pgstore). Its rows are claimed with SELECT ... FOR UPDATE SKIP LOCKED
+// in a short transaction that also records the outcome of each send, so
+// relays in several goroutines and processes share the work and never
+// send the same row at the same time.
+type Store struct{ tbl }
+
+// SQLStore is Store on database/sql (pgdbstore): the same table and SQL,
+// rows added in a handler's *sql.Tx.
+type SQLStore struct{ tbl }
+
+// tbl is the table's code shared by Store and SQLStore.
+type tbl struct {
+	db pgseam.DB
+	q  pgQueries
 }
 
 var (
 	_ outbox.Store           = (*Store)(nil)
 	_ outbox.AuditedReplayer = (*Store)(nil)
+	_ outbox.Store           = (*SQLStore)(nil)
+	_ outbox.AuditedReplayer = (*SQLStore)(nil)
 )
 
 // Database is the inbox database New needs: a *pgstore.Driver (its pool,
@@ -44,12 +58,25 @@ type Database interface {
 // New returns the outbox table of the driver's database (a
 // *pgstore.Driver: its schema and table prefix). The driver's Migrate
 // creates it.
-func New(d Database) *Store {
-	t := d.Tables()
+func New(d Database) *Store { return &Store{newTable(pgseam.Pgx(d.Pool()), d.Tables())} }
+
+// SQLDatabase is the inbox database NewSQL needs: a *pgdbstore.Driver
+// (its *sql.DB, its schema and table prefix).
+type SQLDatabase interface {
+	DB() *sql.DB
+	Tables() schema.Tables
+}
+
+// NewSQL returns the outbox table of a database/sql driver's database (a
+// *pgdbstore.Driver, on any PostgreSQL database/sql driver). The driver's
+// Migrate creates it.
+func NewSQL(d SQLDatabase) *SQLStore { return &SQLStore{newTable(pgseam.SQL(d.DB()), d.Tables())} }
+
+func newTable(db pgseam.DB, t schema.Tables) tbl {
 	x := t.Expand
 	cols := `id, scope, message_id, part, source, topic, key, content_type, headers, payload, created_at, attempts`
 	pending := `sent_at IS NULL AND failed_at IS NULL`
-	return &Store{pool: d.Pool(), q: pgQueries{
+	return tbl{db: db, q: pgQueries{
 		add: x(`INSERT INTO {outbox} (scope, message_id, part, source, topic, key, content_type, headers, payload)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9) ON CONFLICT (scope, message_id, part) DO NOTHING`),
 		claim: x(`SELECT ` + cols + ` FROM {outbox} o WHERE ` + pending + `
@@ -97,18 +124,29 @@ type pgQueries struct {
 // row exists only if the transaction commits. A second Add of the same
 // (Scope, MessageID, Part) is ignored.
 func (p *Store) Add(ctx context.Context, tx pgx.Tx, e outbox.Entry) error {
+	return p.add(ctx, pgseam.PgxTx(tx), e)
+}
+
+// Add writes e to the outbox in tx, the handler's inbox transaction (a
+// *sql.Tx of pgdbstore's): the row exists only if the transaction
+// commits. A second Add of the same (Scope, MessageID, Part) is ignored.
+func (p *SQLStore) Add(ctx context.Context, tx *sql.Tx, e outbox.Entry) error {
+	return p.add(ctx, pgseam.SQLTx(tx), e)
+}
+
+func (p *tbl) add(ctx context.Context, q pgseam.Querier, e outbox.Entry) error {
 	e, h, err := table.Row(e)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, p.q.add, e.Scope, e.MessageID, e.Part, e.Source, e.Topic, e.Key, e.ContentType, h, e.Payload)
+	_, err = q.Exec(ctx, p.q.add, e.Scope, e.MessageID, e.Part, e.Source, e.Topic, e.Key, e.ContentType, h, e.Payload)
 	return err
 }
 
 // Claim implements outbox.Store: it locks up to spec.N due rows in a
 // transaction that stays open until the batch's Finish.
-func (p *Store) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch, error) {
-	tx, err := p.pool.Begin(ctx)
+func (p *tbl) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch, error) {
+	tx, err := p.db.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,17 +154,15 @@ func (p *Store) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch,
 	if spec.Ordered {
 		q = p.q.claimOrdered
 	}
-	rows, _ := tx.Query(ctx, q, spec.N)
 	var msgs []*outbox.Message
 	var m outbox.Message
 	var headers []byte
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Scope, &m.MessageID, &m.Part, &m.Source, &m.Topic, &m.Key,
-		&m.ContentType, &headers, &m.Payload, &m.CreatedAt, &m.Attempt}, func() error {
+	err = forEachRow(ctx, tx, q, []any{spec.N}, []any{&m.ID, &m.Scope, &m.MessageID, &m.Part, &m.Source, &m.Topic, &m.Key,
+		&m.ContentType, &headers, &m.Payload, &m.CreatedAt, &m.Attempt}, func() {
 		c := m
 		c.Attempt++
 		c.Headers, c.Unreadable = outbox.DecodeHeaders(headers)
 		msgs = append(msgs, &c)
-		return nil
 	})
 	if err != nil || len(msgs) == 0 {
 		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // nothing was written
@@ -135,10 +171,27 @@ func (p *Store) Claim(ctx context.Context, spec outbox.ClaimSpec) (outbox.Batch,
 	return &pgClaim{tx: tx, q: &p.q, msgs: msgs}, nil
 }
 
+// forEachRow runs sql and calls fn after scanning each row into dest.
+func forEachRow(ctx context.Context, q pgseam.Querier, sql string, args, dest []any, fn func()) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		fn()
+	}
+	rows.Close()
+	return rows.Err()
+}
+
 // pgClaim holds the claim transaction: the rows stay locked (other relays
 // skip them) until Finish commits their outcomes.
 type pgClaim struct {
-	tx   pgx.Tx
+	tx   pgseam.Tx
 	q    *pgQueries
 	msgs []*outbox.Message
 }
@@ -152,19 +205,19 @@ func (c *pgClaim) Finish(ctx context.Context, outs []outbox.Outcome) error {
 	if c.tx == nil {
 		return nil
 	}
-	b := &pgx.Batch{}
+	var stmts []pgseam.Stmt
 	for i, o := range outs {
 		id := c.msgs[i].ID
 		switch o.Result {
 		case outbox.Sent:
-			b.Queue(c.q.sent, id, []byte(o.Receipt))
+			stmts = append(stmts, pgseam.Stmt{SQL: c.q.sent, Args: []any{id, []byte(o.Receipt)}})
 		case outbox.Retried:
-			b.Queue(c.q.retry, id, o.Err, o.Delay.Seconds())
+			stmts = append(stmts, pgseam.Stmt{SQL: c.q.retry, Args: []any{id, o.Err, o.Delay.Seconds()}})
 		case outbox.Failed:
-			b.Queue(c.q.failed, id, o.Err)
+			stmts = append(stmts, pgseam.Stmt{SQL: c.q.failed, Args: []any{id, o.Err}})
 		}
 	}
-	err := c.tx.SendBatch(ctx, b).Close()
+	err := c.tx.ExecAll(ctx, stmts)
 	if err == nil {
 		err = c.tx.Commit(ctx)
 	}
@@ -175,10 +228,10 @@ func (c *pgClaim) Finish(ctx context.Context, outs []outbox.Outcome) error {
 }
 
 // Stats counts the rows by state.
-func (p *Store) Stats(ctx context.Context) (outbox.Stats, error) {
+func (p *tbl) Stats(ctx context.Context) (outbox.Stats, error) {
 	var s outbox.Stats
 	var oldest *time.Time
-	err := p.pool.QueryRow(ctx, p.q.stats).Scan(&s.Unsent, &s.Retrying, &oldest, &s.Failed, &s.Sent)
+	err := pgseam.QueryRow(ctx, p.db, p.q.stats, nil, &s.Unsent, &s.Retrying, &oldest, &s.Failed, &s.Sent)
 	if oldest != nil {
 		s.OldestUnsent = *oldest
 	}
@@ -186,56 +239,51 @@ func (p *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 }
 
 // ListFailed returns up to limit rows that failed for good, newest first.
-func (p *Store) ListFailed(ctx context.Context, limit int) ([]outbox.FailedRow, error) {
+func (p *tbl) ListFailed(ctx context.Context, limit int) ([]outbox.FailedRow, error) {
 	if err := table.ValidateLimit(limit); err != nil {
 		return nil, err
 	}
-	rows, _ := p.pool.Query(ctx, p.q.listFailed, limit)
 	var out []outbox.FailedRow
 	var r outbox.FailedRow
-	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Scope, &r.MessageID, &r.Part, &r.Topic, &r.Key, &r.Attempts,
-		&r.LastError, &r.CreatedAt, &r.FailedAt}, func() error {
-		out = append(out, r)
-		return nil
-	})
+	err := forEachRow(ctx, p.db, p.q.listFailed, []any{limit}, []any{&r.ID, &r.Scope, &r.MessageID, &r.Part, &r.Topic, &r.Key,
+		&r.Attempts, &r.LastError, &r.CreatedAt, &r.FailedAt}, func() { out = append(out, r) })
 	return out, err
 }
 
 // Replay puts the failed row id back: not failed, attempts 0, due now. It
 // reports false when no failed row has that id.
-func (p *Store) Replay(ctx context.Context, id int64) (bool, error) {
-	tag, err := p.pool.Exec(ctx, p.q.replay, id)
-	return err == nil && tag.RowsAffected() == 1, err
+func (p *tbl) Replay(ctx context.Context, id int64) (bool, error) {
+	n, err := p.db.Exec(ctx, p.q.replay, id)
+	return err == nil && n == 1, err
 }
 
 // PurgeSent deletes up to limit rows sent before olderThan, oldest first.
-func (p *Store) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
+func (p *tbl) PurgeSent(ctx context.Context, olderThan time.Time, limit int) (int64, error) {
 	if err := table.ValidatePurge(olderThan, limit); err != nil {
 		return 0, err
 	}
-	tag, err := p.pool.Exec(ctx, p.q.purge, olderThan, limit)
-	return tag.RowsAffected(), err
+	return p.db.Exec(ctx, p.q.purge, olderThan, limit)
 }
 
 // SentBefore counts the rows sent before olderThan.
-func (p *Store) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
+func (p *tbl) SentBefore(ctx context.Context, olderThan time.Time) (int64, error) {
 	var n int64
-	err := p.pool.QueryRow(ctx, p.q.sentBefore, olderThan).Scan(&n)
+	err := pgseam.QueryRow(ctx, p.db, p.q.sentBefore, []any{olderThan}, &n)
 	return n, err
 }
 
 // ReplayAudited implements outbox.AuditedReplayer: it puts the failed row
 // id back and records the replay in the audit table, in one transaction.
-func (p *Store) ReplayAudited(ctx context.Context, id int64, a store.AuditEntry) (bool, error) {
+func (p *tbl) ReplayAudited(ctx context.Context, id int64, a store.AuditEntry) (bool, error) {
 	if err := store.ValidateAudit(a); err != nil {
 		return false, err
 	}
 	ok := false
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := pgseam.InTx(ctx, p.db, func(tx pgseam.Querier) error {
 		var scope, messageID string
 		var part int
-		err := tx.QueryRow(ctx, p.q.replayAudited, id).Scan(&scope, &messageID, &part)
-		if errors.Is(err, pgx.ErrNoRows) {
+		err := pgseam.QueryRow(ctx, tx, p.q.replayAudited, []any{id}, &scope, &messageID, &part)
+		if errors.Is(err, pgseam.ErrNoRows) {
 			return nil
 		}
 		if err != nil {

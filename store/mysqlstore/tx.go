@@ -34,7 +34,7 @@ var _ store.CheckpointAdvancer = (*myTx)(nil)
 // of its own: SET TRANSACTION ISOLATION LEVEL and XA START, two round
 // trips.
 func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
-	b, err := sqldb.Begin(context.WithValue(ctx, batchKey{}, true), d.db, &sql.TxOptions{Isolation: d.opts.Isolation})
+	b, err := sqldb.Begin(context.WithValue(ctx, batchKey{}, true), d.db, &sql.TxOptions{Isolation: d.opts.Isolation}, sqldb.Session{})
 	if err != nil {
 		return nil, err
 	}

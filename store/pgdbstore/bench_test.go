@@ -46,25 +46,42 @@ func BenchmarkStores(b *testing.B) {
 				mustB(b, err)
 				runBench(b, p.Process, dups)
 			})
-			b.Run(fmt.Sprintf("pgdbstore/%s/dups=%d", path, dups), func(b *testing.B) {
-				schema := benchSchema(b)
-				d, err := pgdbstore.New(pgdbtest.Open(b, "pgx", schema, 4), pgdbstore.Options{Schema: schema})
-				mustB(b, err, d.Migrate(context.Background()))
-				cfg := txinbox.Config[*sql.Tx]{Scope: "bench", Logger: quiet}
-				if path == "declarative" {
-					cfg.Effect = &txinbox.Effect{Statements: []string{effect}}
-				} else {
-					cfg.BatchHandler = func(ctx context.Context, tx *sql.Tx, msgs []*txinbox.Message) error {
-						_, err := tx.ExecContext(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", "{"+joinQuoted(ids(msgs))+"}")
-						return err
-					}
+			for _, noGuard := range []bool{false, true} {
+				if noGuard && path != "batch" {
+					continue // no BEGIN on the declarative path: nothing to guard
 				}
-				p, err := txinbox.NewProcessor(d, cfg)
-				mustB(b, err)
-				runBench(b, p.Process, dups)
-			})
+				benchPgdbstore(b, path, dups, noGuard)
+			}
 		}
 	}
+}
+
+// benchPgdbstore is BenchmarkStores' run of pgdbstore, with or without
+// the read-only guard (Options.NoReadOnlyGuard).
+func benchPgdbstore(b *testing.B, path string, dups int, noGuard bool) {
+	const effect = "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages"
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	name := "pgdbstore"
+	if noGuard {
+		name += "-noguard"
+	}
+	b.Run(fmt.Sprintf("%s/%s/dups=%d", name, path, dups), func(b *testing.B) {
+		schema := benchSchema(b)
+		d, err := pgdbstore.New(pgdbtest.Open(b, "pgx", schema, 4), pgdbstore.Options{Schema: schema, NoReadOnlyGuard: noGuard})
+		mustB(b, err, d.Migrate(context.Background()))
+		cfg := txinbox.Config[*sql.Tx]{Scope: "bench", Logger: quiet}
+		if path == "declarative" {
+			cfg.Effect = &txinbox.Effect{Statements: []string{effect}}
+		} else {
+			cfg.BatchHandler = func(ctx context.Context, tx *sql.Tx, msgs []*txinbox.Message) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", "{"+joinQuoted(ids(msgs))+"}")
+				return err
+			}
+		}
+		p, err := txinbox.NewProcessor(d, cfg)
+		mustB(b, err)
+		runBench(b, p.Process, dups)
+	})
 }
 
 func benchSchema(b *testing.B) string {

@@ -14,8 +14,9 @@
 // cannot do, and what happens instead, is listed under "Guards" in
 // docs/pgdbstore.md: the batch transaction costs two round trips more
 // than pgstore's (BEGIN and the commit guard's setting travel on their
-// own), and a handler that ends its transaction with COMMIT or ROLLBACK as
-// SQL and keeps writing writes in autocommit mode.
+// own), and the read-only guard (a handler that ends its transaction
+// with COMMIT or ROLLBACK as SQL cannot write on its own afterwards) one
+// or two more (Options.NoReadOnlyGuard).
 package pgdbstore
 
 import (
@@ -50,6 +51,14 @@ type Options struct {
 	// (pgstore.Options.PartitionPeriod). Defaults to 7 days; at least one
 	// minute.
 	PartitionPeriod time.Duration
+	// NoReadOnlyGuard turns off the read-only guard (docs/pgdbstore.md):
+	// a handler that ends its transaction with COMMIT or ROLLBACK as SQL
+	// and goes on writing then writes in autocommit mode, and every batch
+	// transaction costs one or two round trips less. Set it behind a
+	// transaction pooler (PgBouncer's pool_mode=transaction), where a
+	// session setting reaches other clients' transactions: the guard
+	// must be off there. Defaults to false (guarded).
+	NoReadOnlyGuard bool
 }
 
 // core is the code pgdbstore shares with pgstore (store/internal/pgcore):
@@ -63,6 +72,9 @@ type Driver struct {
 	t    schema.Tables
 	q    *pgcore.Queries
 	opts Options
+	// session is what a batch does around its transaction: the
+	// read-only guard (roguard.go), unless Options.NoReadOnlyGuard.
+	session sqldb.Session
 }
 
 var (
@@ -94,7 +106,14 @@ func New(db *sql.DB, opts Options) (*Driver, error) {
 	c := pgcore.New(sqlDB{db}, co)
 	q := pgcore.QueriesOf(c)
 	q.MarkGuard()
-	return &Driver{core: c, db: db, t: c.Tables(), q: q, opts: opts}, nil
+	d := &Driver{core: c, db: db, t: c.Tables(), q: q, opts: opts}
+	if !opts.NoReadOnlyGuard {
+		d.session = sqldb.Session{Before: []string{guardOn}, Reset: guardOff}
+		if !saysReadWrite(db.Driver()) {
+			d.session.After = []string{readWrite}
+		}
+	}
+	return d, nil
 }
 
 // notPostgres are the import paths of database/sql drivers of other
@@ -174,3 +193,14 @@ func literal(a any) any {
 	}
 	return a
 }
+
+// ErrNotPartitioned is returned by the partition methods of a Driver whose
+// inbox table is not partitioned (pgstore.ErrNotPartitioned, the same
+// error).
+var ErrNotPartitioned = pgcore.ErrNotPartitioned
+
+// ErrPeriodSwitchBusy is pgstore.ErrPeriodSwitchBusy, the same error.
+var ErrPeriodSwitchBusy = pgcore.ErrPeriodSwitchBusy
+
+// Period describes one period of the partitioned layout (pgstore.Period).
+type Period = pgcore.Period

@@ -24,7 +24,7 @@ const purgeLockHeld = "txinbox: purge lock held"
 // snapshot for the whole purge. Without parameters it returns no rows
 // either: a lock held by another purger fails it, by name.
 func (d *Driver) PurgeLock(ctx context.Context) (func(), bool, error) {
-	b, err := sqldb.Begin(ctx, d.db, nil)
+	b, err := sqldb.Begin(ctx, d.db, nil, sqldb.Session{})
 	if err != nil {
 		return nil, false, err
 	}

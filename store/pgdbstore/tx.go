@@ -43,14 +43,15 @@ var (
 
 // Begin begins a batch transaction (READ COMMITTED, the default) on a
 // connection of its own: one round trip (database/sql sends the BEGIN on
-// its own). On the partitioned layout, a second takes the period lock
+// its own), and the read-only guard's one or two (roguard.go). On the
+// partitioned layout, a second takes the period lock
 // (see pgstore's partition.go for why).
 func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
 	l, err := pgcore.LayoutOf(ctx, d.core)
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqldb.Begin(ctx, d.db, nil)
+	b, err := sqldb.Begin(ctx, d.db, nil, d.session)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,11 @@ func (t *dbTx) Commit(ctx context.Context) error {
 	if !t.armed {
 		return errors.Join(t.b.Tx.Commit(), t.b.End())
 	}
-	if _, err := t.b.Tx.ExecContext(ctx, pgsql.CommitSetting); err != nil {
+	commit := pgsql.CommitSetting
+	if t.b.Reset != "" {
+		commit = guardCommit
+	}
+	if _, err := t.b.Tx.ExecContext(ctx, commit); err != nil {
 		if pgcore.IsNotBatchTx(err) {
 			err = &store.BrokenTxError{Lost: true,
 				Reason: "a handler ended the batch transaction (ROLLBACK AND CHAIN as SQL?): nothing committed"}
@@ -170,6 +175,9 @@ func (t *dbTx) Commit(ctx context.Context) error {
 		return errors.Join(err, t.b.End())
 	}
 	err := t.b.Tx.Commit()
+	if err == nil {
+		t.b.Reset = "" // the commit turned the guard off
+	}
 	return errors.Join(err, t.b.End())
 }
 

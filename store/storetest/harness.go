@@ -46,15 +46,6 @@ type Harness[TTx any] struct {
 	// Commit and Rollback call the driver's own Commit and Rollback on tx.
 	Commit   func(ctx context.Context, tx TTx) error
 	Rollback func(ctx context.Context, tx TTx) error
-	// AutocommitsAfterSQLEnd declares that the store cannot refuse the
-	// statements a handler runs after it ended its transaction with
-	// COMMIT or ROLLBACK as SQL (pgdbstore: database/sql hands handlers
-	// the *sql.Tx itself): they run in autocommit mode. The hostile
-	// cases whose batch handler goes on writing other messages' effects
-	// after that then expect those effects twice (written in autocommit,
-	// then again when the batch is redone without the culprit), showing
-	// the limitation the store documents instead of hiding it.
-	AutocommitsAfterSQLEnd bool
 	// SlowQuery is a statement that runs for seconds, for a handler that
 	// bounds it with a short deadline of its own.
 	SlowQuery string

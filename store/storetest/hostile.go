@@ -21,24 +21,22 @@ func hostileHandlers[TTx any](h Harness[TTx]) []struct {
 	name       string
 	reason     string // in the culprit's error when it fails
 	maySucceed bool
-	sqlEnd     bool // ends the transaction with SQL (AutocommitsAfterSQLEnd)
 	run        func(ctx context.Context, tx TTx, m *txinbox.Message) error
 } {
 	return []struct {
 		name       string
 		reason     string
 		maySucceed bool
-		sqlEnd     bool
 		run        func(ctx context.Context, tx TTx, m *txinbox.Message) error
 	}{
 		// PostgreSQL aborts the transaction (SQLSTATE 25P02); SQLite does not.
-		{"SwallowsFailedStatement", "returned nil", true, false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"SwallowsFailedStatement", "returned nil", true, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			_ = h.Exec(ctx, tx, "INSERT INTO txinbox_no_such_table VALUES (1)")
 			_ = h.InsertEffect(ctx, tx, m.Scope, m.ID)
 			return nil
 		}},
 		// pgx closes the connection when the deadline expires mid-statement.
-		{"OwnDeadlineSwallowed", "connection", true, false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"OwnDeadlineSwallowed", "connection", true, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
@@ -47,7 +45,7 @@ func hostileHandlers[TTx any](h Harness[TTx]) []struct {
 			_ = h.Exec(short, tx, h.SlowQuery)
 			return nil
 		}},
-		{"OwnDeadlineReturned", "deadline", false, false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"OwnDeadlineReturned", "deadline", false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
@@ -55,28 +53,28 @@ func hostileHandlers[TTx any](h Harness[TTx]) []struct {
 			defer cancel()
 			return h.Exec(short, tx, h.SlowQuery)
 		}},
-		{"CallsCommit", "ommit", false, false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"CallsCommit", "ommit", false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
 			_ = h.Commit(ctx, tx)
 			return nil
 		}},
-		{"CallsRollback", "ollback", false, false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"CallsRollback", "ollback", false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
 			_ = h.Rollback(ctx, tx)
 			return nil
 		}},
-		{"RunsCOMMIT", "COMMIT", false, true, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"RunsCOMMIT", "COMMIT", false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
 			_ = h.Exec(ctx, tx, "COMMIT")
 			return nil
 		}},
-		{"RunsROLLBACK", "ROLLBACK", false, true, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
+		{"RunsROLLBACK", "ROLLBACK", false, func(ctx context.Context, tx TTx, m *txinbox.Message) error {
 			if err := h.InsertEffect(ctx, tx, m.Scope, m.ID); err != nil {
 				return err
 			}
@@ -98,12 +96,6 @@ func testHostileHandlers[TTx any](f *fixture[TTx]) {
 			}
 			f.t.Run(name, func(t *testing.T) {
 				g := newFixture(t, f.h)
-				// The batch handler writes the effects of inv-4 and inv-5
-				// after inv-3's handler ended the transaction with SQL:
-				// a store that cannot refuse those writes lets them
-				// autocommit, and the rerun of the batch writes them
-				// again (the documented limitation, shown).
-				g.autocommitted = batch && hc.sqlEnd && f.h.AutocommitsAfterSQLEnd
 				g.hostile(hc.reason, hc.maySucceed, hc.run, batch)
 			})
 		}
@@ -152,9 +144,6 @@ func (f *fixture[TTx]) hostile(reason string, maySucceed bool, run func(context.
 			continue
 		}
 		want[scope+"/"+id] = 1
-		if f.autocommitted && i > 2 {
-			want[scope+"/"+id] = 2
-		}
 		if r.Outcome != txinbox.Processed {
 			f.t.Errorf("innocent %s: %v (%v), want processed", id, r.Outcome, r.Err)
 		}

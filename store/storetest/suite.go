@@ -25,8 +25,6 @@ type fixture[TTx any] struct {
 	d    store.Driver[TTx]
 	desc string
 	ctx  context.Context
-	// autocommitted: see Harness.AutocommitsAfterSQLEnd.
-	autocommitted bool
 }
 
 func newFixture[TTx any](t *testing.T, h Harness[TTx]) *fixture[TTx] {

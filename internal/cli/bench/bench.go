@@ -242,7 +242,8 @@ func (o *benchOptions) parse(dups, only string) error {
 		}
 		o.dups = append(o.dups, f)
 	}
-	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "light", "light-busy", "sqlite", "e2e-kafka",
+	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "database-sql", "database-sql-declarative",
+		"light", "light-busy", "sqlite", "e2e-kafka",
 		"kafka-watermark", "scale-out", "purge", "txinbox-rr"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
@@ -323,7 +324,8 @@ func printHeadline(env *clikit.Env, what string, h *headline) {
 	for _, r := range []struct {
 		name string
 		v    *float64
-	}{{"txinbox", h.TxinboxVsCeiling}, {"declarative", h.DeclarativeVsCeiling}, {"e2e kafka", h.E2EKafkaVsCeiling}} {
+	}{{"txinbox", h.TxinboxVsCeiling}, {"declarative", h.DeclarativeVsCeiling}, {"database/sql", h.DatabaseSQLVsCeiling},
+		{"database/sql declarative", h.DatabaseSQLDeclarativeVsCeiling}, {"e2e kafka", h.E2EKafkaVsCeiling}} {
 		if r.v != nil {
 			parts = append(parts, r.name+" "+percent(r.v))
 		}
@@ -342,6 +344,10 @@ func printHeadline(env *clikit.Env, what string, h *headline) {
 	}
 	if line != "" {
 		fmt.Fprintf(env.Stdout, "\n%s\n", line)
+	}
+	if h.DatabaseSQLVsTxinbox != nil || h.DatabaseSQLDeclarativeVsDecl != nil {
+		fmt.Fprintf(env.Stdout, "database/sql / pgstore%s: batch handler %s   declarative %s\n", what,
+			percent(h.DatabaseSQLVsTxinbox), percent(h.DatabaseSQLDeclarativeVsDecl))
 	}
 }
 

@@ -58,6 +58,15 @@ type headline struct {
 	// one-row ceiling, the goal's measure.
 	KafkaWatermarkVsOneRow *float64 `json:"kafka_watermark_vs_one_row_ceiling,omitempty"`
 	E2EKafkaVsCeiling      *float64 `json:"e2e_kafka_vs_ceiling,omitempty"`
+	// The database/sql store (pgdbstore) on the same loads as txinbox
+	// and declarative, and its ratios to them (pgstore's) and to the
+	// ceiling.
+	DatabaseSQLMsgsPerS             float64  `json:"database_sql_msgs_per_s"`
+	DatabaseSQLDeclarativeMsgsPerS  float64  `json:"database_sql_declarative_msgs_per_s"`
+	DatabaseSQLVsTxinbox            *float64 `json:"database_sql_vs_txinbox,omitempty"`
+	DatabaseSQLDeclarativeVsDecl    *float64 `json:"database_sql_declarative_vs_declarative,omitempty"`
+	DatabaseSQLVsCeiling            *float64 `json:"database_sql_vs_ceiling,omitempty"`
+	DatabaseSQLDeclarativeVsCeiling *float64 `json:"database_sql_declarative_vs_ceiling,omitempty"`
 }
 
 // record keeps a scenario's figure in the headline of its duplicate share.
@@ -83,6 +92,10 @@ func (rep *benchReport) record(key string, r *benchResult, first bool) {
 		h.TxinboxMsgsPerS = r.MsgsPerSec
 	case "declarative":
 		h.DeclarativeMsgsPerS = r.MsgsPerSec
+	case "database-sql":
+		h.DatabaseSQLMsgsPerS = r.MsgsPerSec
+	case "database-sql-declarative":
+		h.DatabaseSQLDeclarativeMsgsPerS = r.MsgsPerSec
 	case "kafka-watermark":
 		h.KafkaWatermarkMsgsPerS = r.MsgsPerSec
 	case "e2e-kafka":
@@ -126,6 +139,10 @@ func (h *headline) ratios() {
 	h.TxinboxVsFullRow = ratio(h.TxinboxMsgsPerS, h.CeilingFullRowMsgsPerS)
 	h.DeclarativeVsFullRow = ratio(h.DeclarativeMsgsPerS, h.CeilingFullRowMsgsPerS)
 	h.KafkaWatermarkVsOneRow = ratio(h.KafkaWatermarkMsgsPerS, h.CeilingOneRowMsgsPerS)
+	h.DatabaseSQLVsTxinbox = ratio(h.DatabaseSQLMsgsPerS, h.TxinboxMsgsPerS)
+	h.DatabaseSQLDeclarativeVsDecl = ratio(h.DatabaseSQLDeclarativeMsgsPerS, h.DeclarativeMsgsPerS)
+	h.DatabaseSQLVsCeiling = ratio(h.DatabaseSQLMsgsPerS, h.CeilingMsgsPerS)
+	h.DatabaseSQLDeclarativeVsCeiling = ratio(h.DatabaseSQLDeclarativeMsgsPerS, h.CeilingMsgsPerS)
 }
 
 // MarshalJSON prints the report with the 30% headline's keys suffixed

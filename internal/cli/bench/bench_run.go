@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 )
 
@@ -32,7 +34,10 @@ type benchEnv struct {
 	schema string
 	pool   *pgxpool.Pool
 	driver *pgstore.Driver
-	kafka  benchKafkaCluster // the Kafka scenarios' cluster, one per run
+	// sqlDB and sqlDriver are the database/sql store's (bench_dbsql.go).
+	sqlDB     *sql.DB
+	sqlDriver *pgdbstore.Driver
+	kafka     benchKafkaCluster // the Kafka scenarios' cluster, one per run
 }
 
 func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*benchReport, error) {
@@ -57,6 +62,10 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		{"light", "light-load", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightLoad(ctx, d, 1000) }},
 		{"light-busy", "light-load busy", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.lightBusy(ctx, d) }},
 		{"declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.declarative(ctx, d) }},
+		{"database-sql", "txinbox", o.conns, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxDatabaseSQL(ctx, d) }},
+		{"database-sql-declarative", "txinbox-declarative", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
+			return be.declarativeDatabaseSQL(ctx, d)
+		}},
 		{"sqlite", "txinbox", 1, func(ctx context.Context, d float64) (*benchResult, error) { return be.txinboxSQLite(ctx, d) }},
 		{"e2e-kafka", "e2e-kafka", o.conns, func(ctx context.Context, d float64) (*benchResult, error) {
 			return benchKafka(ctx, o, be.pool, &be.kafka, d, false)
@@ -148,6 +157,10 @@ func newBenchEnv(ctx context.Context, env *clikit.Env, o benchOptions) (*benchEn
 		return nil, err
 	}
 	be.driver, _ = pgstore.New(pool, pgstore.Options{Schema: schema})
+	if err := be.openDatabaseSQL(cfg); err != nil {
+		be.close()
+		return nil, err
+	}
 	if err := be.driver.Migrate(ctx); err != nil {
 		be.close()
 		return nil, err
@@ -164,6 +177,9 @@ func (be *benchEnv) close() {
 	defer cancel()
 	be.pool.Exec(ctx, "DROP SCHEMA "+be.schema+" CASCADE") //nolint:errcheck // best effort
 	be.pool.Close()
+	if be.sqlDB != nil {
+		be.sqlDB.Close()
+	}
 	be.kafka.close()
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/mysqlstore"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/schema"
 	"github.com/txinbox/txinbox/store/sqlitestore"
@@ -40,7 +41,7 @@ type DBFlags struct {
 // TXINBOX_DB and the others are read by Main, as for every flag; env is
 // unused.)
 func (f *DBFlags) Register(fs *flag.FlagSet, _ *Env) {
-	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL or a SQLite file path")
+	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store) or a SQLite file path")
 	fs.StringVar(&f.Schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
 	fs.StringVar(&f.Prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
 }
@@ -63,7 +64,9 @@ func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, i
 	return db, ExitOK
 }
 
-// InboxDB is an open inbox database of either kind.
+// InboxDB is an open inbox database of either kind, on one of three
+// stores: pgstore (PG), pgdbstore (SQLPG: a postgres:// URL with
+// txinbox_store=database/sql) or sqlitestore (Lite).
 type InboxDB struct {
 	// Kind is "postgres", "mysql" or "sqlite".
 	Kind string
@@ -71,15 +74,19 @@ type InboxDB struct {
 	Where string
 	// Admin is the store's admin interface (status, dead letters, ...).
 	Admin store.Admin
-	// PG is the PostgreSQL driver, nil for SQLite and MySQL.
+	// PG is the PostgreSQL driver on pgx, nil otherwise.
 	PG *pgstore.Driver
-	// Lite is the SQLite driver, nil for PostgreSQL and MySQL.
+	// SQLPG is the PostgreSQL driver on database/sql, nil otherwise.
+	SQLPG *pgdbstore.Driver
+	// Lite is the SQLite driver, nil for PostgreSQL.
 	Lite *sqlitestore.Driver
-	// My is the MySQL (and MariaDB) driver, nil for the others.
+	// My is the MySQL (and MariaDB) driver, nil otherwise.
 	My *mysqlstore.Driver
-	// SQL is the store of a database/sql database (SQLite or MySQL),
-	// whose handlers get a *sql.Tx; nil for PostgreSQL.
+	// SQL is the store whose handlers get a *sql.Tx: SQLPG, My or Lite
+	// (nil on pgstore).
 	SQL store.Driver[*sql.Tx]
+	// sqlDB is SQL's database.
+	sqlDB *sql.DB
 	// Close closes the pool or the file.
 	Close func()
 }
@@ -165,7 +172,7 @@ func openMySQL(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error)
 		db.Close()
 		return nil, err
 	}
-	return &InboxDB{Kind: "mysql", Where: where, Admin: d, My: d, SQL: d, Close: func() { db.Close() }}, nil
+	return &InboxDB{Kind: "mysql", Where: where, Admin: d, My: d, SQL: d, sqlDB: db, Close: func() { db.Close() }}, nil
 }
 
 // OpenDB opens the inbox database that f names: a PostgreSQL URL, a MySQL
@@ -183,9 +190,16 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 		return openMySQL(ctx, f, maxConns)
 	}
 	if IsPostgresURL(f.URL) {
-		cfg, err := pgxpool.ParseConfig(f.URL)
+		choice, dsn, err := choosePG(f.URL)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("--db: %w", err)
+		}
+		if choice.sql {
+			return openSQLPG(ctx, f, cfg, choice, maxConns)
 		}
 		if maxConns > 0 && !strings.Contains(f.URL, "pool_max_conns") {
 			cfg.MaxConns = maxConns
@@ -218,7 +232,7 @@ func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, SQL: d, Close: func() { d.Close() }}, nil
+	return &InboxDB{Kind: "sqlite", Where: path, Admin: d, Lite: d, SQL: d, sqlDB: d.DB(), Close: func() { d.Close() }}, nil
 }
 
 // ConnectError is OpenDB's error when the database does not answer: a
@@ -248,16 +262,8 @@ func (db *InboxDB) Exec(ctx context.Context, sqlText string, args ...any) error 
 		_, err := db.PG.Pool().Exec(ctx, sqlText, args...)
 		return err
 	}
-	_, err := db.sqlDB().ExecContext(ctx, db.placeholders(sqlText), args...)
+	_, err := db.sqlDB.ExecContext(ctx, db.placeholders(sqlText), args...)
 	return err
-}
-
-// sqlDB is the *sql.DB of a database/sql store.
-func (db *InboxDB) sqlDB() *sql.DB {
-	if db.My != nil {
-		return db.My.DB()
-	}
-	return db.Lite.DB()
 }
 
 var dollarParam = regexp.MustCompile(`\$[0-9]+`)
@@ -295,7 +301,7 @@ func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest [
 		_, err := pgx.ForEachRow(rows, dest, fn)
 		return err
 	}
-	rows, err := db.sqlDB().QueryContext(ctx, db.placeholders(sqlText), args...)
+	rows, err := db.sqlDB.QueryContext(ctx, db.placeholders(sqlText), args...)
 	if err != nil {
 		return err
 	}
@@ -329,7 +335,7 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 	if db.PG != nil {
 		return db.PG.Pool().Ping(ctx)
 	}
-	return db.sqlDB().PingContext(ctx)
+	return db.sqlDB.PingContext(ctx)
 }
 
 // OpenMigrated opens the database like OpenDB for a command that only reads
@@ -371,8 +377,20 @@ func (db *InboxDB) Tables() schema.Tables {
 		return db.PG.Tables()
 	case db.My != nil:
 		return db.My.Tables()
+	case db.SQLPG != nil:
+		return db.SQLPG.Tables()
 	}
 	return db.Lite.Tables()
+}
+
+// Checkpoints returns the partition watermarks of scope and source
+// (offsets as the inbox).
+func (db *InboxDB) Checkpoints(ctx context.Context, scope, source string) (map[int32]int64, error) {
+	switch {
+	case db.PG != nil:
+		return db.PG.Checkpoints(ctx, scope, source)
+	}
+	return db.SQL.Checkpoints(ctx, scope, source)
 }
 
 // OutboxTable is the quoted name of the outbox table.
@@ -385,6 +403,8 @@ func (db *InboxDB) OutboxStore() outbox.Store {
 		return outboxpg.New(db.PG)
 	case db.My != nil:
 		return outboxmy.New(db.My)
+	case db.SQLPG != nil:
+		return outboxpg.NewSQL(db.SQLPG)
 	}
 	return outboxlite.New(db.Lite)
 }

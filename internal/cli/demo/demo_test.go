@@ -86,6 +86,23 @@ func TestCrashPostgres(t *testing.T) {
 	checkExactlyOnce(t, r, 10000, 100)
 }
 
+// TestCrashPostgresDatabaseSQL is TestCrashPostgres on the database/sql
+// store (pgdbstore on pgx's stdlib: txinbox_store=database/sql in --db).
+func TestCrashPostgresDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Require(t)
+	schema := testdb.NewSchema(t, pool)
+	url := testdb.URL() + "&search_path=" + schema + "&application_name=txinbox-crash-test&txinbox_store=database/sql"
+	if !strings.Contains(testdb.URL(), "?") {
+		url = strings.Replace(url, "&search_path", "?search_path", 1)
+	}
+	r := runDemoJSON(t, 0, "--db", url, "--messages", "10000", "--duplicates", "0.3", "--crashes", "100")
+	if !strings.Contains(r.Where, "txinbox_store=database/sql") {
+		t.Errorf("the demo ran on %q, not on the database/sql store", r.Where)
+	}
+	checkExactlyOnce(t, r, 10000, 100)
+}
+
 func TestDemoCatchesSabotage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -289,7 +289,7 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 			return nil, errors.New("the AS4 endpoint's tables are not available on MySQL or MariaDB yet: use PostgreSQL or SQLite for --as4-listen")
 		})
 	}
-	return serveWith[*sql.Tx](ctx, env, &o, db, db.Lite, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
+	return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
 		return sqliteAS4(ctx, db, &o)
 	})
 }
@@ -303,7 +303,16 @@ func pgAS4(ctx context.Context, db *clikit.InboxDB, o *serveOptions) (as4.Store[
 	return st, err
 }
 
+// sqliteAS4 is also the AS4 tables of PostgreSQL on database/sql
+// (as4pg.SQLStore).
 func sqliteAS4(ctx context.Context, db *clikit.InboxDB, o *serveOptions) (as4.Store[*sql.Tx], error) {
+	if db.SQLPG != nil {
+		st, err := as4pg.NewSQL(db.SQLPG.DB(), as4pg.Options{Schema: o.db.Schema, TablePrefix: o.db.Prefix})
+		if err == nil {
+			err = st.Migrate(ctx)
+		}
+		return st, err
+	}
 	st, err := as4sqlite.New(db.Lite.DB(), as4sqlite.Options{TablePrefix: o.db.Prefix})
 	if err == nil {
 		err = st.Migrate(ctx)

@@ -359,13 +359,29 @@ effect-sql:
 // effect (nothing lost, nothing doubled) and everything is acked.
 func TestServeBinarySIGKILLRestart(t *testing.T) {
 	t.Parallel()
+	serveSIGKILLRestart(t, testdb.URL())
+}
+
+// TestServeBinarySIGKILLRestartDatabaseSQL is the same on the
+// database/sql store (txinbox_store=database/sql in --db: pgdbstore).
+func TestServeBinarySIGKILLRestartDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	serveSIGKILLRestart(t, url+sep+"txinbox_store=database/sql")
+}
+
+func serveSIGKILLRestart(t *testing.T, dbURL string) {
 	pool := testdb.Require(t)
 	schema := testdb.NewSchema(t, pool)
 	effectsTable(t, pool, schema)
 	natsURL, js := startNATS(t)
 	const orders, resent = 800, 100
 	publishOrders(t, js, orders, resent)
-	args := []string{"--db", testdb.URL(), "--schema", schema, "--no-purge", "--nats-url", natsURL, "--nats-stream", "ORDERS",
+	args := []string{"--db", dbURL, "--schema", schema, "--no-purge", "--nats-url", natsURL, "--nats-stream", "ORDERS",
 		"--nats-consumer", "restart", "--nats-key", "header:message-id", "--nats-ack-wait", "1s", "--effect", "sql",
 		// The sleep makes each batch of 100 take about half a second, so
 		// that the kill lands in the middle of the stream.

@@ -10,7 +10,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"time"
 )
 
 // Runner is what *sql.DB, *sql.Conn and *sql.Tx share.
@@ -90,28 +92,75 @@ func ignoreDone(err error) error {
 type Batch struct {
 	Conn *sql.Conn
 	Tx   *sql.Tx
+	// Reset, when set, runs on the connection after the transaction
+	// ended, before End gives it back to the pool (a session setting the
+	// store made for the batch's duration); if it fails, the connection
+	// is closed instead of going back.
+	Reset string
 }
 
-// Begin begins a batch transaction on a connection of db's, with opts.
-func Begin(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (*Batch, error) {
+// Session is what a store does around a batch transaction: Before runs
+// on the connection before the BEGIN, outside the transaction; After in
+// the transaction right after the BEGIN; Reset (Batch.Reset) once the
+// transaction ended. Each statement is a round trip.
+type Session struct {
+	Before, After []string
+	Reset         string
+}
+
+// Begin begins a batch transaction on a connection of db's, with opts
+// and s.
+func Begin(ctx context.Context, db *sql.DB, opts *sql.TxOptions, s Session) (*Batch, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := conn.BeginTx(ctx, opts)
-	if err != nil {
-		conn.Close() //nolint:errcheck // the begin's error is the one
-		return nil, err
+	b := &Batch{Conn: conn}
+	for _, q := range s.Before {
+		b.Reset = s.Reset
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, errors.Join(err, b.close())
+		}
 	}
-	return &Batch{Conn: conn, Tx: tx}, nil
+	b.Tx, err = conn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, errors.Join(err, b.close())
+	}
+	b.Reset = s.Reset
+	for _, q := range s.After {
+		if _, err := b.Tx.ExecContext(ctx, q); err != nil {
+			return nil, errors.Join(err, b.End())
+		}
+	}
+	return b, nil
 }
 
 // End rolls the transaction back if it is still open (nothing when the
-// processor or a handler ended it) and gives the connection back to the
-// pool, which closes it if it is broken.
+// processor or a handler ended it), runs Reset, and gives the connection
+// back to the pool, which closes it if it is broken.
 func (b *Batch) End() error {
 	err := ignoreDone(b.Tx.Rollback())
-	return errors.Join(err, b.Conn.Close())
+	return errors.Join(err, b.close())
+}
+
+// resetTimeout bounds Reset's round trip (the batch's context may be over).
+const resetTimeout = 10 * time.Second
+
+// close runs Reset, then gives the connection back (closed if Reset
+// failed).
+func (b *Batch) close() error {
+	if b.Reset != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+		defer cancel()
+		if _, err := b.Conn.ExecContext(ctx, b.Reset); err != nil {
+			// A connection whose session the store could not reset
+			// must not serve anyone else: ErrBadConn makes database/sql
+			// close it (and the sql.Conn with it).
+			_ = b.Conn.Raw(func(any) error { return driver.ErrBadConn })
+			return nil
+		}
+	}
+	return b.Conn.Close()
 }
 
 // DriverConn calls fn with the driver's connection under the batch, for

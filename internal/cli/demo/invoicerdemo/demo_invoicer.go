@@ -262,6 +262,10 @@ func (d *invoicerDemo) openDatabases(ctx context.Context) error {
 }
 
 func (d *invoicerDemo) migrate(ctx context.Context) error {
+	if d.sender.SQLPG != nil || d.partner.SQLPG != nil {
+		return errors.New("the invoicer scenario runs on pgstore or SQLite (package invoicer writes through a pgx.Tx): " +
+			"txinbox_store=database/sql is not available for it")
+	}
 	if err := d.sender.Admin.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrating %s: %w", d.sender.Where, err)
 	}
