@@ -17,9 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli/bench/mybench"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/mysqlstore"
 )
@@ -27,11 +26,10 @@ import (
 // myBench is the benchmark on MySQL or MariaDB (--db mysql://): its own
 // database for the run, the same rows as PostgreSQL's scenarios.
 type myBench struct {
-	be     *benchEnv // its options, batches and measurement (no pool)
-	db     *sql.DB
-	admin  *sql.DB
-	name   string
-	driver *mysqlstore.Driver
+	be        *benchEnv // its options, batches and measurement (no pool)
+	db, admin *sql.DB
+	name      string
+	driver    *mysqlstore.Driver
 }
 
 // myReport is the MySQL run's report: each scenario per duplicate share,
@@ -55,20 +53,6 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 	defer mb.close()
 	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}}
 	_ = mb.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.Server)
-	runs := map[string]func(context.Context, float64) (*benchResult, error){
-		"ceiling": mb.ceiling,
-		"seed":    func(ctx context.Context, d float64) (*benchResult, error) { return mb.seed(ctx, d, 1) },
-		"seed16":  func(ctx context.Context, d float64) (*benchResult, error) { return mb.seed(ctx, d, 16) },
-		"txinbox": func(ctx context.Context, d float64) (*benchResult, error) {
-			return mb.txinbox(ctx, d, sql.LevelReadCommitted, "txinbox")
-		},
-		"txinbox-rr": func(ctx context.Context, d float64) (*benchResult, error) {
-			return mb.txinbox(ctx, d, sql.LevelRepeatableRead, "txinbox-repeatable-read")
-		},
-		"declarative": func(context.Context, float64) (*benchResult, error) {
-			return nil, errors.New("declarative effects are not available on MySQL (mysqlstore implements no store.EffectClaimer)")
-		},
-	}
 	for _, dup := range o.dups {
 		merged := make([]*benchResult, len(myScenarios))
 		for range o.rounds {
@@ -79,7 +63,7 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 				if err := mb.truncate(ctx); err != nil {
 					return nil, err
 				}
-				r, err := runs[key](ctx, dup)
+				r, err := mb.run(ctx, key, dup)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
@@ -109,12 +93,27 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 	return rep, nil
 }
 
+// run runs the scenario key once.
+func (mb *myBench) run(ctx context.Context, key string, dup float64) (*benchResult, error) {
+	switch key {
+	case "ceiling":
+		return mb.ceiling(ctx, dup)
+	case "seed", "seed16":
+		return mb.seed(ctx, dup, map[string]int{"seed": 1, "seed16": 16}[key])
+	case "txinbox":
+		return mb.txinbox(ctx, dup, sql.LevelReadCommitted, "txinbox")
+	case "txinbox-rr":
+		return mb.txinbox(ctx, dup, sql.LevelRepeatableRead, "txinbox-repeatable-read")
+	}
+	return nil, errors.New("declarative effects are not available on MySQL (mysqlstore implements no store.EffectClaimer)")
+}
+
 func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench, error) {
 	cfg, err := mysqlstore.ParseDSN(strings.Replace(o.db, "mariadb://", "mysql://", 1))
 	if err != nil {
 		return nil, fmt.Errorf("--db: %w", err)
 	}
-	admin, err := openMy(cfg, 2)
+	admin, err := mybench.OpenDB(cfg, 2)
 	if err == nil {
 		err = admin.PingContext(ctx)
 	}
@@ -130,7 +129,7 @@ func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench,
 	}
 	c := cfg.Clone()
 	c.DBName = mb.name
-	if mb.db, err = openMy(c, max(o.conns, 16)+4); err == nil {
+	if mb.db, err = mybench.OpenDB(c, max(o.conns, 16)+4); err == nil {
 		mb.driver, err = mysqlstore.New(mb.db, mysqlstore.Options{})
 	}
 	if err == nil {
@@ -146,17 +145,6 @@ func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench,
 	return mb, nil
 }
 
-func openMy(cfg *mysql.Config, conns int) (*sql.DB, error) {
-	c, err := mysqlstore.Connector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(c)
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	return db, nil
-}
-
 func (mb *myBench) close() {
 	if mb.db != nil {
 		mb.db.Close()
@@ -168,12 +156,12 @@ func (mb *myBench) close() {
 }
 
 func (mb *myBench) truncate(ctx context.Context) error {
+	var err error
 	for _, t := range []string{mb.driver.Tables().Inbox, mb.driver.Tables().Attempts, mb.driver.Tables().Drift, "effects"} {
-		if _, err := mb.db.ExecContext(ctx, "TRUNCATE TABLE "+t); err != nil {
-			return err
-		}
+		_, e := mb.db.ExecContext(ctx, "TRUNCATE TABLE "+t)
+		err = errors.Join(err, e)
 	}
-	return nil
+	return err
 }
 
 // oneEffectPerInboxRow is the check of every scenario: exactly once is
@@ -211,7 +199,7 @@ func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, erro
 			batch := mb.be.batchIDs(ids, rng)
 			slices.Sort(batch)
 			t0 := time.Now()
-			if err := ceilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1); err != nil {
+			if err := mybench.CeilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1); err != nil {
 				return err
 			}
 			lat.add(time.Since(t0), len(batch))
@@ -219,44 +207,6 @@ func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, erro
 		}
 		return nil
 	})
-}
-
-func ceilingBatch(ctx context.Context, db *sql.DB, inbox string, batch []string, hash []byte, claim int64) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit: sql.ErrTxDone
-	now := mysqlstore.FormatTime(time.Now())
-	rows := strings.Repeat("('bench', ?, 'bench', '', '', ?, ?, ?, ?),", len(batch))
-	args := make([]any, 0, 5*len(batch))
-	for _, id := range batch {
-		args = append(args, id, hash, now, now, claim)
-	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO "+inbox+" (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at, claim_id) VALUES "+
-		rows[:len(rows)-1]+" ON DUPLICATE KEY UPDATE claim_id = "+inbox+".claim_id", args...)
-	if err != nil {
-		return err
-	}
-	ins, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	marks := strings.Repeat("?,", len(batch))
-	ids := make([]any, len(batch))
-	for i, id := range batch {
-		ids[i] = id
-	}
-	if int(ins) == len(batch) {
-		_, err = tx.ExecContext(ctx, "INSERT INTO effects VALUES "+strings.Repeat("('bench', ?),", len(batch)-1)+"('bench', ?)", ids...)
-	} else if ins > 0 {
-		_, err = tx.ExecContext(ctx, "INSERT INTO effects SELECT scope, message_id FROM "+inbox+
-			" WHERE scope = 'bench' AND message_id IN ("+marks[:len(marks)-1]+") AND claim_id = ?", append(ids, claim)...)
-	}
-	if err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // seed is the seed's algorithm: one transaction per message, a duplicate
@@ -271,7 +221,7 @@ VALUES ('bench', ?, 'bench', '', '', ?, ?, ?)`)
 		for ctx.Err() == nil {
 			id, _ := ids.id(rng)
 			t0 := time.Now()
-			if err := mySeedOne(context.WithoutCancel(ctx), mb.db, ins, id, hash); err != nil {
+			if err := mybench.SeedOne(context.WithoutCancel(ctx), mb.db, ins, id, hash); err != nil {
 				return err
 			}
 			lat.add(time.Since(t0), 1)
@@ -279,26 +229,6 @@ VALUES ('bench', ?, 'bench', '', '', ?, ?, ?)`)
 		}
 		return nil
 	})
-}
-
-func mySeedOne(ctx context.Context, db *sql.DB, ins, id string, hash []byte) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit: sql.ErrTxDone
-	now := mysqlstore.FormatTime(time.Now())
-	if _, err := tx.ExecContext(ctx, ins, id, hash, now, now); err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 1062 {
-			return nil // a duplicate: roll back, ack
-		}
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO effects VALUES ('bench', ?)", id); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // txinbox is mysqlstore with a batch handler writing the batch's effect
@@ -317,7 +247,7 @@ func (mb *myBench) txinbox(ctx context.Context, dup float64, level sql.Isolation
 			for i, m := range msgs {
 				args[i] = m.ID
 			}
-			_, err := tx.ExecContext(ctx, "INSERT INTO effects VALUES "+strings.Repeat("('bench', ?),", len(msgs)-1)+"('bench', ?)", args...)
+			_, err := tx.ExecContext(ctx, "INSERT INTO effects VALUES "+mybench.Values(len(msgs)), args...)
 			return err
 		},
 	})
@@ -349,13 +279,12 @@ func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 			r.MsgsPerSec, r.P50ms, r.P99ms)
 	}
 	w.Flush()
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range rep.VsCeiling {
-			if !yield(k) {
-				return
-			}
+	for _, k := range []string{"0%", "30%"} {
+		if v, ok := rep.VsCeiling[k]; ok {
+			fmt.Fprintf(env.Stdout, "txinbox vs ceiling at %s duplicates: %.2f\n", k, v)
 		}
-	}) {
-		fmt.Fprintf(env.Stdout, "txinbox vs ceiling at %s duplicates: %.2f (REPEATABLE READ: %.2f)\n", k, rep.VsCeiling[k], rep.RRVsCeiling[k])
+		if v, ok := rep.RRVsCeiling[k]; ok {
+			fmt.Fprintf(env.Stdout, "txinbox at REPEATABLE READ vs ceiling at %s duplicates: %.2f\n", k, v)
+		}
 	}
 }
