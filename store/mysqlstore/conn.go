@@ -122,6 +122,8 @@ type conn struct {
 	inner innerConn
 	// xid is the batch transaction's XA id while one is open.
 	xid string
+	// level is the session's isolation level (sessionLevel).
+	level string
 	// own is set while the store ends the batch (Commit, Rollback).
 	own atomic.Bool
 	// bad marks a connection whose XA state is unknown: the pool
@@ -172,7 +174,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if ctx.Value(batchKey{}) == nil {
 		return c.inner.BeginTx(ctx, opts)
 	}
-	if level, ok := isolationSQL[sql.IsolationLevel(opts.Isolation)]; ok {
+	if level, ok := isolationSQL[sql.IsolationLevel(opts.Isolation)]; ok && c.sessionLevel(ctx) != level {
 		if _, err := c.inner.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL "+level, nil); err != nil {
 			return nil, err
 		}
@@ -186,6 +188,37 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	c.mu.Unlock()
 	c.own.Store(false)
 	return &xaTx{c: c}, nil
+}
+
+// sessionLevel is the connection's session isolation level ("READ
+// COMMITTED"), read at its first batch: when it is the batch's level,
+// the batch saves the round trip of SET TRANSACTION (a DSN with
+// tx_isolation or transaction_isolation set, or the server's default).
+// A level the application changes later on the connection is not seen:
+// the batch then runs at it, which changes its locks, not its answers
+// (the claim's lookup is a locking read).
+func (c *conn) sessionLevel(ctx context.Context) string {
+	if c.level != "" {
+		return c.level
+	}
+	for _, v := range []string{"@@transaction_isolation", "@@tx_isolation"} {
+		rows, err := c.inner.QueryContext(ctx, "SELECT "+v, nil)
+		if err != nil {
+			continue
+		}
+		dest := make([]driver.Value, 1)
+		if rows.Next(dest) == nil {
+			if b, ok := dest[0].([]byte); ok {
+				c.level = strings.ReplaceAll(string(b), "-", " ")
+			}
+		}
+		_ = rows.Close()
+		break
+	}
+	if c.level == "" {
+		c.level = "unknown"
+	}
+	return c.level
 }
 
 var isolationSQL = map[sql.IsolationLevel]string{

@@ -3,6 +3,7 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -20,7 +21,11 @@ func TestLockWaitTimeoutIsRetried(t *testing.T) {
 	ctx := context.Background()
 	url := mysqltest.NewDatabase(t)
 	// The server's session variable, set on each connection: one second.
-	db := mysqltest.Open(t, url+"?innodb_lock_wait_timeout=1", 8)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db := mysqltest.Open(t, url+sep+"innodb_lock_wait_timeout=1", 8)
 	d, err := mysqlstore.New(db, mysqlstore.Options{})
 	if err != nil {
 		t.Fatal(err)

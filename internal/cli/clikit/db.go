@@ -41,7 +41,7 @@ type DBFlags struct {
 // TXINBOX_DB and the others are read by Main, as for every flag; env is
 // unused.)
 func (f *DBFlags) Register(fs *flag.FlagSet, _ *Env) {
-	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store) or a SQLite file path")
+	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store), a mysql:// URL (MySQL or MariaDB) or a SQLite file path")
 	fs.StringVar(&f.Schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
 	fs.StringVar(&f.Prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
 }
@@ -181,7 +181,7 @@ func openMySQL(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error)
 // refused (CheckScheme).
 func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if f.URL == "" {
-		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
+		return nil, errors.New("--db is required: a postgres:// or mysql:// URL or a SQLite file path")
 	}
 	if err := CheckScheme(f.URL); err != nil {
 		return nil, err
