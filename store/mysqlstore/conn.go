@@ -51,10 +51,15 @@ const (
 // go-sql-driver's own; in one they guard the commit (see conn.go).
 //
 // cfg.Loc must be UTC (go-sql-driver's default): the store writes and
-// reads its times in UTC.
+// reads its times in UTC. cfg.ClientFoundRows must be off (the default):
+// the claim counts the rows it inserted by the affected-row count.
 func Connector(cfg *mysql.Config) (driver.Connector, error) {
 	if cfg.Loc != nil && cfg.Loc.String() != "UTC" {
 		return nil, fmt.Errorf("mysqlstore: Connector: the configuration's Loc is %s; the store needs UTC (loc=UTC, the default)", cfg.Loc)
+	}
+	if cfg.ClientFoundRows {
+		return nil, errors.New("mysqlstore: Connector: clientFoundRows counts unchanged rows as affected, and the claim tells " +
+			"inserted rows by the affected-row count: leave it off")
 	}
 	inner, err := mysql.NewConnector(cfg)
 	if err != nil {
