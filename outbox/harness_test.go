@@ -54,11 +54,12 @@ type db struct {
 }
 
 // eachDB runs fn against PostgreSQL (on pgx, and on database/sql) and
-// SQLite.
+// SQLite, and MySQL (MariaDB).
 func eachDB(t *testing.T, fn func(t *testing.T, d *db)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, newPG(t)) })
 	t.Run("pgdbstore", func(t *testing.T) { fn(t, newPGDB(t)) })
 	t.Run("sqlite", func(t *testing.T) { fn(t, newLite(t)) })
+	t.Run("mysql", func(t *testing.T) { fn(t, newMy(t)) })
 }
 
 func newPG(t *testing.T) *db {

@@ -17,7 +17,9 @@ import (
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxmy"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -68,6 +70,17 @@ func relayChild(desc string) error {
 			return err
 		}
 		s = outboxpg.New(d)
+	} else if kind == "mysql" {
+		db, err := mysqlstore.Open(where)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		d, err := mysqlstore.New(db, mysqlstore.Options{})
+		if err != nil {
+			return err
+		}
+		s = outboxmy.New(d)
 	} else {
 		d, err := sqlitestore.Open(where, sqlitestore.Options{})
 		if err != nil {

@@ -159,6 +159,7 @@ func TestBadDatabaseFlags(t *testing.T) {
 		{[]string{"migrate", "--db", "x.db", "--table-prefix", "Bad-Prefix"}, "TablePrefix"},
 		{[]string{"migrate", "--db", "postgres://u@127.0.0.1:1/x?connect_timeout=1"}, "connecting to postgres://u@127.0.0.1:1/x"},
 		{[]string{"status", "--db", "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1"}, "connecting"},
+		{[]string{"migrate", "--db", "sqlserver://sa:secret@127.0.0.1:1433/inbox"}, `does not serve the scheme "sqlserver"`},
 	} {
 		_, errs, code := run(t, tc.args...)
 		if code == 0 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "secret") {

@@ -143,6 +143,10 @@ func purgeTables(ctx context.Context, db *clikit.InboxDB, dbf clikit.DBFlags) ([
 	}
 	var as4 as4Purger
 	var err error
+	if db.My != nil {
+		ob := db.OutboxStore()
+		return []purge.Table{{Name: "outbox_sent", Purge: ob.PurgeSent, Count: ob.SentBefore}}, nil // no AS4 tables on MySQL
+	}
 	switch {
 	case db.PG != nil:
 		as4, err = as4pg.New(db.PG.Pool(), as4pg.Options{Schema: dbf.Schema, TablePrefix: dbf.Prefix})

@@ -119,9 +119,10 @@ func New(db *sql.DB, opts Options) (*Driver, error) {
 // notPostgres are the import paths of database/sql drivers of other
 // databases that a user may hand to New by mistake, and the store to use.
 var notPostgres = map[string]string{
-	"modernc.org/sqlite":             "sqlitestore",
-	"github.com/mattn/go-sqlite3":    "sqlitestore",
-	"github.com/go-sql-driver/mysql": "no store yet",
+	"modernc.org/sqlite":                          "sqlitestore",
+	"github.com/mattn/go-sqlite3":                 "sqlitestore",
+	"github.com/go-sql-driver/mysql":              "mysqlstore, on mysqlstore.Open",
+	"github.com/txinbox/txinbox/store/mysqlstore": "mysqlstore",
 }
 
 // checkDriver refuses a driver of another database by its package, without

@@ -198,6 +198,15 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 	// once a Kafka slice's buffered records approached it, and cut the
 	// Kafka scenarios' rates by half to three quarters. The process runs
 	// with the runtime's defaults, as a user's would.
+	if clikit.IsMySQLURL(o.db) {
+		rep, err := runMySQLBench(ctx, env, o)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "txinbox bench:", err)
+			return clikit.ExitFailure
+		}
+		printMySQLBench(env, rep, o.json)
+		return clikit.ExitOK
+	}
 	load0 := loadAverage()
 	rep, err := runBenchScenarios(ctx, env, o)
 	if rep != nil {
@@ -237,8 +246,11 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 const maxBusy = 256
 
 func (o *benchOptions) parse(dups, only string) error {
-	if !clikit.IsPostgresURL(o.db) {
-		return fmt.Errorf("--db must be a postgres:// URL (the ceiling is PostgreSQL's), got %q", o.db)
+	if err := clikit.CheckScheme(o.db); err != nil {
+		return err
+	}
+	if !clikit.IsPostgresURL(o.db) && !clikit.IsMySQLURL(o.db) {
+		return fmt.Errorf("--db must be a postgres:// or mysql:// URL (the ceiling is that database's), got %q", o.db)
 	}
 	if o.duration <= 0 || o.batch < 1 || o.batch > 5000 || o.conns < 1 || o.rounds < 1 || o.purgeRows < 1 {
 		return fmt.Errorf("--duration must be positive, --batch between 1 and 5000, --conns, --rounds and --purge-rows at least 1")
@@ -257,7 +269,7 @@ func (o *benchOptions) parse(dups, only string) error {
 	}
 	all := []string{"ceiling", "ceiling-full-row", "ceiling-one-row", "seed", "seed16", "txinbox", "declarative", "database-sql", "database-sql-declarative",
 		"light", "light-busy", "sqlite", "e2e-kafka",
-		"kafka-watermark", "scale-out", "purge"}
+		"kafka-watermark", "scale-out", "purge", "txinbox-rr"}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
 		if s = strings.TrimSpace(s); s == "" {

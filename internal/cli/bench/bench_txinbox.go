@@ -81,8 +81,19 @@ func (be *benchEnv) txinboxSQLite(ctx context.Context, dup float64) (*benchResul
 
 func (be *benchEnv) feedProcessor(ctx context.Context, storeName string, dup float64, workers int,
 	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error)) (*benchResult, error) {
+	check := be.oneEffectPerInboxRow
+	if storeName != "postgres" {
+		check = func(*benchResult) error { return nil }
+	}
+	return be.feedProcessorWith(ctx, storeName, dup, workers, process, check)
+}
+
+// feedProcessorWith is feedProcessor with the check of the scenario's end
+// given.
+func (be *benchEnv) feedProcessorWith(ctx context.Context, storeName string, dup float64, workers int,
+	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error), check func(*benchResult) error) (*benchResult, error) {
 	ids := newIDSource(dup, be.o.batch*workers*4)
-	return be.measure(ctx, "txinbox", storeName, dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
+	return be.measureWith(ctx, "txinbox", storeName, dup, workers, check, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 3))
 		for ctx.Err() == nil {
 			msgs := make([]*txinbox.Message, be.o.batch)

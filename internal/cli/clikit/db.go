@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/outbox/outboxmy"
 	"github.com/txinbox/txinbox/outbox/outboxpg"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/schema"
@@ -40,7 +43,7 @@ type DBFlags struct {
 // TXINBOX_DB and the others are read by Main, as for every flag; env is
 // unused.)
 func (f *DBFlags) Register(fs *flag.FlagSet, _ *Env) {
-	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store) or a SQLite file path")
+	fs.StringVar(&f.URL, "db", "", "database: a postgres:// URL (txinbox_store=database/sql in it: the database/sql store), a mysql:// URL (MySQL or MariaDB) or a SQLite file path")
 	fs.StringVar(&f.Schema, "schema", "", "PostgreSQL schema of the inbox tables (default: the search_path's)")
 	fs.StringVar(&f.Prefix, "table-prefix", "txinbox_", "prefix of the inbox table names")
 }
@@ -67,7 +70,7 @@ func (f *DBFlags) OpenMigrated(ctx context.Context, in *Invocation) (*InboxDB, i
 // stores: pgstore (PG), pgdbstore (SQLPG: a postgres:// URL with
 // txinbox_store=database/sql) or sqlitestore (Lite).
 type InboxDB struct {
-	// Kind is "postgres" or "sqlite".
+	// Kind is "postgres", "mysql" or "sqlite".
 	Kind string
 	// Where is the URL without password, or the file path.
 	Where string
@@ -79,8 +82,10 @@ type InboxDB struct {
 	SQLPG *pgdbstore.Driver
 	// Lite is the SQLite driver, nil for PostgreSQL.
 	Lite *sqlitestore.Driver
-	// SQL is the store whose handlers get a *sql.Tx: SQLPG or Lite (nil
-	// on pgstore).
+	// My is the MySQL (and MariaDB) driver, nil otherwise.
+	My *mysqlstore.Driver
+	// SQL is the store whose handlers get a *sql.Tx: SQLPG, My or Lite
+	// (nil on pgstore).
 	SQL store.Driver[*sql.Tx]
 	// sqlDB is SQL's database.
 	sqlDB *sql.DB
@@ -102,11 +107,89 @@ func IsPostgresURL(u string) bool {
 	return false
 }
 
-// OpenDB opens the inbox database that f names: a PostgreSQL URL, or else a
-// SQLite file path (a "sqlite://" or "file:" prefix is accepted).
+// servedSchemes are the URL schemes --db serves; any other "scheme://"
+// is refused by CheckScheme, naming it, rather than taken for the name of
+// a SQLite file.
+var servedSchemes = []string{"postgres", "postgresql", "mysql", "mariadb", "sqlite", "file"}
+
+// schemeRE is a URL's scheme (RFC 3986: a letter, then letters, digits,
+// "+", "-" or ".") followed by "://".
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// CheckScheme refuses a --db URL whose scheme txinbox does not serve
+// (sqlserver://, mysql:// in a build without it, a typo such as
+// postgress://), naming the scheme: without it, the URL would be opened
+// as a SQLite file of that name ("unable to open database file").
+func CheckScheme(url string) error {
+	m := schemeRE.FindStringSubmatch(url)
+	if m == nil {
+		return nil
+	}
+	scheme := strings.ToLower(m[1])
+	if slices.Contains(servedSchemes, scheme) {
+		return nil
+	}
+	return fmt.Errorf("--db: txinbox does not serve the scheme %q (%s://...); use postgres://, mysql:// (MySQL or MariaDB) "+
+		"or a SQLite file path", m[1], m[1])
+}
+
+// IsMySQLURL reports whether u names a MySQL or MariaDB database: a
+// mysql:// (or mariadb://) URL, or go-sql-driver's DSN
+// (user:pass@tcp(host:port)/db).
+func IsMySQLURL(u string) bool {
+	return strings.HasPrefix(u, "mysql://") || strings.HasPrefix(u, "mariadb://") ||
+		strings.Contains(u, "@tcp(") || strings.Contains(u, "@unix(") || strings.HasPrefix(u, "tcp(")
+}
+
+// openMySQL opens a MySQL or MariaDB --db.
+func openMySQL(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
+	if f.Schema != "" {
+		return nil, errors.New("--schema applies to PostgreSQL only; on MySQL the URL names the database (use --table-prefix)")
+	}
+	dsn := f.URL
+	if rest, ok := strings.CutPrefix(dsn, "mariadb://"); ok {
+		dsn = "mysql://" + rest
+	}
+	cfg, err := mysqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	c, err := mysqlstore.Connector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--db: %w", err)
+	}
+	db := sql.OpenDB(c)
+	if maxConns > 0 {
+		db.SetMaxOpenConns(int(maxConns))
+	}
+	where := mysqlstore.Redact(cfg)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, ConnectError{fmt.Errorf("connecting to %s: %w", where, err)}
+	}
+	d, err := mysqlstore.New(db, mysqlstore.Options{TablePrefix: f.Prefix})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &InboxDB{Kind: "mysql", Where: where, Admin: d, My: d, SQL: d, sqlDB: db, Close: func() { db.Close() }}, nil
+}
+
+// OpenDB opens the inbox database that f names: a PostgreSQL URL, a MySQL
+// or MariaDB URL (or go-sql-driver's DSN), or else a SQLite file path (a
+// "sqlite://" or "file:" prefix is accepted). A URL of any other scheme is
+// refused (CheckScheme).
 func OpenDB(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
 	if f.URL == "" {
-		return nil, errors.New("--db is required: a postgres:// URL or a SQLite file path")
+		return nil, errors.New("--db is required: a postgres:// or mysql:// URL or a SQLite file path")
+	}
+	if err := CheckScheme(f.URL); err != nil {
+		return nil, err
+	}
+	if IsMySQLURL(f.URL) {
+		return openMySQL(ctx, f, maxConns)
 	}
 	if IsPostgresURL(f.URL) {
 		choice, dsn, err := choosePG(f.URL)
@@ -188,14 +271,43 @@ func Redact(cfg *pgxpool.Config) string {
 }
 
 // Exec runs one statement outside any inbox transaction. Statements use
-// $1, $2, ... placeholders, which both databases accept.
+// $1, $2, ... placeholders, which PostgreSQL and SQLite accept; for MySQL
+// they become "?" (each must appear once, in order).
 func (db *InboxDB) Exec(ctx context.Context, sqlText string, args ...any) error {
 	if db.PG != nil {
 		_, err := db.PG.Pool().Exec(ctx, sqlText, args...)
 		return err
 	}
-	_, err := db.sqlDB.ExecContext(ctx, sqlText, args...)
+	_, err := db.sqlDB.ExecContext(ctx, db.placeholders(sqlText), args...)
 	return err
+}
+
+var dollarParam = regexp.MustCompile(`\$[0-9]+`)
+
+// placeholders turns $1, $2, ... into MySQL's "?".
+func (db *InboxDB) placeholders(sqlText string) string {
+	if db.My == nil {
+		return sqlText
+	}
+	return MySQLPlaceholders(sqlText)
+}
+
+// MySQLPlaceholders turns the $1, $2, ... of a statement into "?" (each
+// must appear once, in order).
+func MySQLPlaceholders(sqlText string) string { return dollarParam.ReplaceAllString(sqlText, "?") }
+
+// MySQLTxExec is SQLTxExec for MySQL: $1, $2, ... become "?".
+func MySQLTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) error {
+	_, err := tx.ExecContext(ctx, MySQLPlaceholders(sqlText), args...)
+	return err
+}
+
+// SQLExec is the TxExecFunc of db's database/sql store.
+func (db *InboxDB) SQLExec() TxExecFunc[*sql.Tx] {
+	if db.My != nil {
+		return MySQLTxExec
+	}
+	return SQLTxExec
 }
 
 // Query runs a query and calls fn for each row with the scan targets.
@@ -205,7 +317,7 @@ func (db *InboxDB) Query(ctx context.Context, sqlText string, args []any, dest [
 		_, err := pgx.ForEachRow(rows, dest, fn)
 		return err
 	}
-	rows, err := db.sqlDB.QueryContext(ctx, sqlText, args...)
+	rows, err := db.sqlDB.QueryContext(ctx, db.placeholders(sqlText), args...)
 	if err != nil {
 		return err
 	}
@@ -247,7 +359,10 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 // file that does not exist is an error rather than a new empty database, and
 // tables that were never migrated are named as such.
 func OpenMigrated(ctx context.Context, f DBFlags, maxConns int32) (*InboxDB, error) {
-	if f.URL != "" && !IsPostgresURL(f.URL) {
+	if err := CheckScheme(f.URL); err != nil {
+		return nil, err
+	}
+	if f.URL != "" && !IsPostgresURL(f.URL) && !IsMySQLURL(f.URL) {
 		path := sqlitePath(f.URL)
 		if st, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("--db: %w (create the inbox with txinbox migrate --db %s)", err, path)
@@ -276,6 +391,8 @@ func (db *InboxDB) Tables() schema.Tables {
 	switch {
 	case db.PG != nil:
 		return db.PG.Tables()
+	case db.My != nil:
+		return db.My.Tables()
 	case db.SQLPG != nil:
 		return db.SQLPG.Tables()
 	}
@@ -288,10 +405,8 @@ func (db *InboxDB) Checkpoints(ctx context.Context, scope, source string) (map[i
 	switch {
 	case db.PG != nil:
 		return db.PG.Checkpoints(ctx, scope, source)
-	case db.SQLPG != nil:
-		return db.SQLPG.Checkpoints(ctx, scope, source)
 	}
-	return db.Lite.Checkpoints(ctx, scope, source)
+	return db.SQL.Checkpoints(ctx, scope, source)
 }
 
 // OutboxTable is the quoted name of the outbox table.
@@ -302,6 +417,8 @@ func (db *InboxDB) OutboxStore() outbox.Store {
 	switch {
 	case db.PG != nil:
 		return outboxpg.New(db.PG)
+	case db.My != nil:
+		return outboxmy.New(db.My)
 	case db.SQLPG != nil:
 		return outboxpg.NewSQL(db.SQLPG)
 	}

@@ -118,7 +118,7 @@ func RunConsumerAMQP(ctx context.Context, env *clikit.Env, args []string) int {
 		if db.PG != nil {
 			return consumeAMQP(ctx, c, db.PG, clikit.PGTxExec, *u, *queue)
 		}
-		return consumeAMQP(ctx, c, db.SQL, clikit.SQLTxExec, *u, *queue)
+		return consumeAMQP(ctx, c, db.SQL, db.SQLExec(), *u, *queue)
 	})
 }
 

@@ -85,7 +85,7 @@ func RunConsumer(ctx context.Context, env *clikit.Env, args []string) int {
 	if db.PG != nil {
 		err = consume(ctx, c, db.PG, clikit.PGTxExec, in)
 	} else {
-		err = consume(ctx, c, db.SQL, clikit.SQLTxExec, in)
+		err = consume(ctx, c, db.SQL, db.SQLExec(), in)
 	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "demo-consumer:", err)

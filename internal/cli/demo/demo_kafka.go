@@ -206,7 +206,7 @@ func RunConsumerKafka(ctx context.Context, env *clikit.Env, args []string) int {
 		if db.PG != nil {
 			return consumeKafka(ctx, c, db.PG, clikit.PGTxExec, *seeds, *topic, *session)
 		}
-		return consumeKafka(ctx, c, db.SQL, clikit.SQLTxExec, *seeds, *topic, *session)
+		return consumeKafka(ctx, c, db.SQL, db.SQLExec(), *seeds, *topic, *session)
 	})
 }
 

@@ -147,7 +147,7 @@ func RunConsumerNATS(ctx context.Context, env *clikit.Env, args []string) int {
 		if db.PG != nil {
 			return consumeNATS(ctx, c, db.PG, clikit.PGTxExec, *url, *stream)
 		}
-		return consumeNATS(ctx, c, db.SQL, clikit.SQLTxExec, *url, *stream)
+		return consumeNATS(ctx, c, db.SQL, db.SQLExec(), *url, *stream)
 	})
 }
 

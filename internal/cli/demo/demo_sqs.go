@@ -133,7 +133,7 @@ func RunConsumerSQS(ctx context.Context, env *clikit.Env, args []string) int {
 		if db.PG != nil {
 			return consumeSQS(ctx, c, db.PG, clikit.PGTxExec, *endpoint, *queueURL)
 		}
-		return consumeSQS(ctx, c, db.SQL, clikit.SQLTxExec, *endpoint, *queueURL)
+		return consumeSQS(ctx, c, db.SQL, db.SQLExec(), *endpoint, *queueURL)
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 )
 
 // Command is txinbox serve. Its flags are defined by
@@ -311,6 +312,11 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 			return pgAS4(ctx, db, &o)
 		})
 	}
+	if db.My != nil {
+		return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(context.Context) (as4.Store[*sql.Tx], error) {
+			return nil, errors.New("the AS4 endpoint's tables are not available on MySQL or MariaDB yet: use PostgreSQL or SQLite for --as4-listen")
+		})
+	}
 	return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
 		return sqliteAS4(ctx, db, &o)
 	})
@@ -354,6 +360,9 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 		return clikit.ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
+	if db.My != nil {
+		warnDurability(ctx, db.My, logger)
+	}
 	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
@@ -519,4 +528,18 @@ func (o *serveOptions) agreements() ([]as4.Agreement, error) {
 			RequireSignature: o.AS4RequireSignature, RequireCompression: o.AS4RequireCompression})
 	}
 	return as, nil
+}
+
+// warnDurability reads MySQL's settings at start and says plainly, as a
+// warning, each one under which a committed inbox row can be lost
+// (mysqlstore.Settings.Warnings).
+func warnDurability(ctx context.Context, d *mysqlstore.Driver, logger *slog.Logger) {
+	s, err := d.ReadSettings(ctx)
+	if err != nil {
+		logger.Warn("txinbox: could not read the database's durability settings", "err", err)
+		return
+	}
+	for _, w := range s.Warnings() {
+		logger.Warn("txinbox: the database can lose committed inbox rows: " + w)
+	}
 }

@@ -238,6 +238,9 @@ func (d *invoicerDemo) execute(ctx context.Context) (*invoicerSummary, error) {
 // --partner-schema of the same PostgreSQL database.
 func (d *invoicerDemo) openDatabases(ctx context.Context) error {
 	d.senderF = d.o.DB
+	if clikit.IsMySQLURL(d.o.DB.URL) {
+		return errors.New("the invoicer scenario needs PostgreSQL or SQLite (its AS4 partner's tables are not available on MySQL yet)")
+	}
 	d.partnerF = clikit.DBFlags{URL: d.o.DB.URL, Prefix: d.o.DB.Prefix, Schema: d.o.Invoicer.PartnerSchema}
 	if !clikit.IsPostgresURL(d.o.DB.URL) {
 		d.partnerF.Schema = ""
