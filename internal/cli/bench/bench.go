@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox/duration"
+	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
@@ -207,10 +208,10 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 		printMySQLBench(env, rep, o.json)
 		return clikit.ExitOK
 	}
-	load0 := loadAverage()
+	load0 := benchsys.LoadAverage()
 	rep, err := runBenchScenarios(ctx, env, o)
 	if rep != nil {
-		rep.LoadAverage = [2]float64{load0, loadAverage()}
+		rep.LoadAverage = [2]float64{load0, benchsys.LoadAverage()}
 	}
 	if err == nil && o.scenarios["purge"] {
 		if rep.Purge, err = runPurgeBench(ctx, env, o); err != nil && ctx.Err() == nil {
@@ -407,32 +408,4 @@ func percent(r *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100**r)
-}
-
-// peakRSSMB reads the process's peak resident set size.
-func peakRSSMB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb float64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// loadAverage is the machine's one-minute load average (0 where
-// /proc/loadavg cannot be read).
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var l float64
-	fmt.Sscan(string(b), &l)
-	return l
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/bench/mybench"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/mysqlstore"
@@ -191,7 +192,7 @@ func (mb *myBench) measure(ctx context.Context, name string, dup float64, worker
 // plain transaction (no XA, no guard).
 func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
 	t := mb.driver.Tables()
-	ids := newIDSource(dup, mb.be.o.batch*mb.be.o.conns*4)
+	ids := benchsys.NewIDSource(dup, mb.be.o.batch*mb.be.o.conns*4)
 	hash := benchHash()
 	return mb.measure(ctx, "ceiling", dup, mb.be.o.conns, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 1))
@@ -214,12 +215,12 @@ func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, erro
 func (mb *myBench) seed(ctx context.Context, dup float64, workers int) (*benchResult, error) {
 	ins := mb.driver.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 VALUES ('bench', ?, 'bench', '', '', ?, ?, ?)`)
-	ids := newIDSource(dup, workers*4)
+	ids := benchsys.NewIDSource(dup, workers*4)
 	hash := benchHash()
 	return mb.measure(ctx, "seed", dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 2))
 		for ctx.Err() == nil {
-			id, _ := ids.id(rng)
+			id, _ := ids.ID(rng)
 			t0 := time.Now()
 			if err := mybench.SeedOne(context.WithoutCancel(ctx), mb.db, ins, id, hash); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/purge"
 	"github.com/txinbox/txinbox/store"
@@ -113,7 +114,7 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 		return nil, err
 	}
 	be.progress("purge (%s): processing alone...", mode)
-	before, err := be.processWhile(ctx, p, func(ctx context.Context) error { return sleepCtx(ctx, be.o.duration) })
+	before, err := be.processWhile(ctx, p, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 		return nil, err
 	}
 	be.progress("purge (%s): processing alone again...", mode)
-	after, err := be.processWhile(ctx, p, func(ctx context.Context) error { return sleepCtx(ctx, be.o.duration) })
+	after, err := be.processWhile(ctx, p, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (be *benchEnv) processWhile(ctx context.Context, p *txinbox.Processor[pgx.T
 func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx], rate float64, during func(context.Context) error) (float64, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ids := newIDSource(0, 0)
+	ids := benchsys.NewIDSource(0, 0)
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, be.o.conns)
@@ -259,13 +260,13 @@ func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx],
 				if rate > 0 {
 					j := issued.Add(1) - 1
 					due := start.Add(time.Duration(float64(j) * float64(be.o.batch) / rate * float64(time.Second)))
-					if sleepCtx(wctx, time.Until(due)) != nil {
+					if benchsys.SleepCtx(wctx, time.Until(due)) != nil {
 						return
 					}
 				}
 				msgs := make([]*txinbox.Message, be.o.batch)
 				for i := range msgs {
-					id, _ := ids.id(nil)
+					id, _ := ids.ID(nil)
 					msgs[i] = &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}
 				}
 				// A batch runs to its end past the stop, so it is counted.
@@ -290,17 +291,6 @@ func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx],
 		return 0, err
 	}
 	return float64(n.Load()) / elapsed, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func printPurgeBench(w io.Writer, points []purgePoint) {

@@ -9,10 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txinbox/txinbox/duration"
+	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -100,7 +98,7 @@ func runBenchScenarios(ctx context.Context, env *clikit.Env, o benchOptions) (*b
 		return nil, ctx.Err()
 	}
 	be.progress("")
-	rep.PeakRSSMB = peakRSSMB()
+	rep.PeakRSSMB = benchsys.PeakRSSMB()
 	return rep, nil
 }
 
@@ -163,34 +161,6 @@ func (be *benchEnv) progress(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(be.env.Stderr, "\r\033[Kbench: "+format, args...)
-}
-
-// idSource hands out message ids; a share of them repeat an id handed out
-// four rounds of batches ago or earlier: a redelivery of a message that
-// committed (a repeat of one still in flight would wait for its lock,
-// which measures lock waits, not the inbox).
-type idSource struct {
-	next   atomic.Int64
-	dup    float64
-	behind int64
-	prefix string
-}
-
-// idSources numbers the sources, so that runs on tables that are not
-// emptied in between (the growth scenario) never reuse an id.
-var idSources atomic.Int64
-
-func newIDSource(dup float64, behind int) *idSource {
-	return &idSource{dup: dup, behind: int64(behind), prefix: fmt.Sprintf("r%d-", idSources.Add(1))}
-}
-
-func (s *idSource) id(rng *rand.Rand) (string, bool) {
-	if s.dup > 0 && rng.Float64() < s.dup {
-		if n := s.next.Load(); n > s.behind {
-			return s.prefix + strconv.FormatInt(n-s.behind-rng.Int64N(min(n-s.behind, 10000)), 10), true
-		}
-	}
-	return s.prefix + strconv.FormatInt(s.next.Add(1), 10), false
 }
 
 // postgresCheckpoints is how many checkpoints the server has completed
@@ -376,7 +346,7 @@ INSERT INTO effects SELECT scope, message_id FROM ins`)
 // ceilingOf measures the statement q of a ceiling, run with args(batch)
 // for each batch of distinct ids.
 func (be *benchEnv) ceilingOf(ctx context.Context, name string, dup float64, q string, args func([]string) []any) (*benchResult, error) {
-	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
+	ids := benchsys.NewIDSource(dup, be.o.batch*be.o.conns*4)
 	return be.measure(ctx, name, "postgres", dup, be.o.conns, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 1))
 		for ctx.Err() == nil {
@@ -402,7 +372,7 @@ func (be *benchEnv) ceilingOf(ctx context.Context, name string, dup float64, q s
 func (be *benchEnv) ceilingOneRow(ctx context.Context, dup float64) (*benchResult, error) {
 	q := `WITH m AS (SELECT * FROM unnest($1::text[]) AS m(message_id))
 INSERT INTO effects SELECT 'bench', message_id FROM m`
-	ids := newIDSource(dup, be.o.batch*be.o.conns*4)
+	ids := benchsys.NewIDSource(dup, be.o.batch*be.o.conns*4)
 	check := func(r *benchResult) error {
 		if err := be.pool.QueryRow(context.Background(), "SELECT count(*) FROM effects").Scan(&r.Effects); err != nil {
 			return err
@@ -428,11 +398,11 @@ INSERT INTO effects SELECT 'bench', message_id FROM m`
 }
 
 // batchIDs returns one batch of ids without repeats inside the batch.
-func (be *benchEnv) batchIDs(ids *idSource, rng *rand.Rand) []string {
+func (be *benchEnv) batchIDs(ids *benchsys.IDSource, rng *rand.Rand) []string {
 	batch := make([]string, 0, be.o.batch)
 	seen := make(map[string]bool, be.o.batch)
 	for len(batch) < be.o.batch {
-		id, _ := ids.id(rng)
+		id, _ := ids.ID(rng)
 		if !seen[id] {
 			seen[id] = true
 			batch = append(batch, id)
@@ -446,12 +416,12 @@ func (be *benchEnv) batchIDs(ids *idSource, rng *rand.Rand) []string {
 func (be *benchEnv) seed(ctx context.Context, dup float64, workers int) (*benchResult, error) {
 	ins := be.driver.Tables().Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at)
 VALUES ('bench', $1, 'bench', '', '', $2, now(), now())`)
-	ids := newIDSource(dup, workers*4)
+	ids := benchsys.NewIDSource(dup, workers*4)
 	hash := benchHash()
 	return be.measure(ctx, "seed", "postgres", dup, workers, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 2))
 		for ctx.Err() == nil {
-			id, _ := ids.id(rng)
+			id, _ := ids.ID(rng)
 			t0 := time.Now()
 			if err := seedOne(context.WithoutCancel(ctx), be.pool, ins, id, hash); err != nil {
 				return err
@@ -487,18 +457,4 @@ func seedOne(ctx context.Context, pool *pgxpool.Pool, ins, id string, hash []byt
 // needs no result of its statement writes it.
 func benchEffectsHandler(_ context.Context, tx pgx.Tx, ids []string) error {
 	return pgstore.Queue(tx, "INSERT INTO effects SELECT 'bench', unnest($1::text[])", ids)
-}
-
-func tempSQLite(path string) (string, func(), error) {
-	if path == "" {
-		return "", nil, errors.New("no --sqlite file")
-	}
-	if _, err := os.Stat(path); err == nil {
-		return "", nil, fmt.Errorf("--sqlite %s exists: give a new file, it is removed afterwards", path)
-	}
-	return path, func() {
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(filepath.Clean(path + suffix))
-		}
-	}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/effect"
+	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -39,7 +40,7 @@ func (be *benchEnv) txinboxPG(ctx context.Context, dup float64) (*benchResult, e
 }
 
 func (be *benchEnv) txinboxSQLite(ctx context.Context, dup float64) (*benchResult, error) {
-	path, cleanup, err := tempSQLite(be.o.sqlite)
+	path, cleanup, err := benchsys.TempSQLite(be.o.sqlite)
 	if err != nil {
 		return nil, err
 	}
@@ -92,13 +93,13 @@ func (be *benchEnv) feedProcessor(ctx context.Context, storeName string, dup flo
 // given.
 func (be *benchEnv) feedProcessorWith(ctx context.Context, storeName string, dup float64, workers int,
 	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error), check func(*benchResult) error) (*benchResult, error) {
-	ids := newIDSource(dup, be.o.batch*workers*4)
+	ids := benchsys.NewIDSource(dup, be.o.batch*workers*4)
 	return be.measureWith(ctx, "txinbox", storeName, dup, workers, check, func(ctx context.Context, w int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(uint64(w), 3))
 		for ctx.Err() == nil {
 			msgs := make([]*txinbox.Message, be.o.batch)
 			for i := range msgs {
-				id, _ := ids.id(rng)
+				id, _ := ids.ID(rng)
 				msgs[i] = &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}
 			}
 			t0 := time.Now()
@@ -139,7 +140,7 @@ func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benc
 		return nil, err
 	}
 	defer p.Close()
-	ids := newIDSource(dup, rate/10+10)
+	ids := benchsys.NewIDSource(dup, rate/10+10)
 	r, err := be.measure(ctx, "light-load", "postgres", dup, 1, func(ctx context.Context, _ int, lat *latencies, n *atomic.Int64) error {
 		rng := rand.New(rand.NewPCG(4, 4))
 		interval := time.Second / time.Duration(rate)
@@ -150,7 +151,7 @@ func (be *benchEnv) lightLoad(ctx context.Context, dup float64, rate int) (*benc
 		for i := 0; ctx.Err() == nil; i++ {
 			due := start.Add(time.Duration(i) * interval)
 			time.Sleep(time.Until(due)) // pacing the offered load, not waiting for a condition
-			id, _ := ids.id(rng)
+			id, _ := ids.ID(rng)
 			wg.Go(func() {
 				if _, err := p.Submit(context.WithoutCancel(ctx), &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}); err != nil {
 					select {
@@ -210,7 +211,7 @@ func declarativeOn[TTx any](ctx context.Context, be *benchEnv, driver store.Driv
 // it: the light load while the machine is busy. The result's Runnable is
 // how busy: the mean number of runnable tasks during the slice.
 func (be *benchEnv) lightBusy(ctx context.Context, dup float64) (*benchResult, error) {
-	stop, err := startBusy(ctx, be.o.busy)
+	stop, err := benchsys.StartBusy(ctx, be.o.busy)
 	if err != nil {
 		return nil, err
 	}

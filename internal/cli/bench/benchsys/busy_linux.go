@@ -1,4 +1,4 @@
-package bench
+package benchsys
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 	"syscall"
 )
 
-// startBusy starts n CPU-bound processes, each a shell loop in a session
+// StartBusy starts n CPU-bound processes, each a shell loop in a session
 // of its own, as other programs on the machine are (Linux shares the CPU
 // among sessions first, then among a session's processes: see
 // docs/benchmarks.md). stop kills them and waits for them. Outside the
 // bench's session, a Ctrl-C does not reach them: they are killed when
 // the bench ends, and by the kernel if it dies (Pdeathsig), so that none
 // is left spinning.
-func startBusy(ctx context.Context, n int) (stop func(), err error) {
+func StartBusy(ctx context.Context, n int) (stop func(), err error) {
 	var cmds []*exec.Cmd
 	stop = func() {
 		for _, c := range cmds {

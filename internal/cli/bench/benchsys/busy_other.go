@@ -1,12 +1,13 @@
 //go:build !linux
 
-package bench
+package benchsys
 
 import (
 	"context"
 	"errors"
 )
 
-func startBusy(context.Context, int) (func(), error) {
+// StartBusy is Linux only.
+func StartBusy(context.Context, int) (func(), error) {
 	return nil, errors.New("light-busy: only on Linux")
 }
