@@ -116,4 +116,3 @@ func (d *Driver) Migrate(ctx context.Context) error {
 	}
 	return d.core.Migrate(ctx)
 }
-
