@@ -23,7 +23,9 @@ type PoolerError = topology.PoolerError
 // connection pooler stands between db and PostgreSQL, with two
 // connections of db (*sql.Conn): it compares the backend process each
 // transaction runs on. Behind a transaction pooler (PgBouncer's
-// pool_mode = transaction) it refuses the read-only guard with a
+// pool_mode = transaction) it refuses, with a *PoolerError, the pgx
+// settings pgstore.Driver.CheckPooler refuses there (on pgx's stdlib),
+// and the read-only guard with a
 // *PoolerError: the guard's session setting (SET
 // default_transaction_read_only before BEGIN) would stay on a server
 // connection that the pooler then gives to other clients, whose
@@ -52,6 +54,9 @@ func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
 		s := &sqlConn{c: c2}
 		return s, s.close, nil
 	})
+	if err == nil && p.Transaction {
+		err = refuseConfig(c1)
+	}
 	if err == nil && p.Transaction && !d.opts.NoReadOnlyGuard {
 		err = &PoolerError{Setting: "the read-only guard (txinbox_readonly_guard=on, pgdbstore.Options.NoReadOnlyGuard false: the default)",
 			Why: "it sets default_transaction_read_only on the session before each batch's BEGIN, and the pooler hands that " +
@@ -59,6 +64,21 @@ func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
 			Fix: "turn it off: pgdbstore.Options.NoReadOnlyGuard = true (txinbox_readonly_guard=off in txinbox's URL)"}
 	}
 	return p, err
+}
+
+// refuseConfig is pgstore's refusal of the pgx settings that cannot work
+// behind a transaction pooler (default_query_exec_mode=cache_statement,
+// pgx's default, or describe_exec; a startup parameter the pooler does
+// not carry), on pgx's stdlib; other drivers are not checked.
+func refuseConfig(c *sql.Conn) error {
+	var err error
+	_ = c.Raw(func(dc any) error {
+		if pc, is := dc.(interface{ Conn() *pgx.Conn }); is {
+			err = topology.Refuse(pc.Conn().Config())
+		}
+		return nil
+	})
+	return err
 }
 
 // sqlConn is a topology.Conn on a *sql.Conn.
@@ -79,9 +99,20 @@ func (s *sqlConn) StartPID() (pid uint32, ok bool) {
 	return pid, ok
 }
 
+// simple is the argument that makes pgx's stdlib send the probe's
+// statements in the simple protocol, as pgstore's probe does (no prepared
+// statement: the probe works in any exec mode, so that CheckPooler can
+// name the mode that does not); none on other drivers.
+func (s *sqlConn) simple() []any {
+	if _, ok := s.StartPID(); ok {
+		return []any{pgx.QueryExecModeSimpleProtocol}
+	}
+	return nil
+}
+
 func (s *sqlConn) BackendPID(ctx context.Context) (uint32, error) {
 	var pid uint32
-	err := s.c.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	err := s.c.QueryRowContext(ctx, "SELECT pg_backend_pid()", s.simple()...).Scan(&pid)
 	return pid, err
 }
 
@@ -92,7 +123,7 @@ func (s *sqlConn) BeginPID(ctx context.Context) (uint32, error) {
 	}
 	s.tx = tx
 	var pid uint32
-	err = tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	err = tx.QueryRowContext(ctx, "SELECT pg_backend_pid()", s.simple()...).Scan(&pid)
 	return pid, err
 }
 

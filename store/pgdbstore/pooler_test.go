@@ -97,3 +97,21 @@ func TestCheckPoolerOthers(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckPoolerExecMode: behind the transaction pool, pgx's stdlib with
+// pgx's default exec mode (cache_statement) is refused as pgstore refuses
+// it, also with the read-only guard off.
+func TestCheckPoolerExecMode(t *testing.T) {
+	u := strings.Replace(testdb.RequirePgBouncer(t), "default_query_exec_mode=cache_describe", "default_query_exec_mode=cache_statement", 1)
+	if !strings.Contains(u, "cache_statement") {
+		t.Skip("TXINBOX_PGBOUNCER_URL names no default_query_exec_mode=cache_describe")
+	}
+	d, err := pgdbstore.New(openBouncer(t, u), pgdbstore.Options{NoReadOnlyGuard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgdbstore.PoolerError
+	if _, err := d.CheckPooler(context.Background()); !errors.As(err, &pe) || !strings.Contains(pe.Setting, "cache_statement") {
+		t.Fatalf("CheckPooler = %v; want a *PoolerError naming cache_statement", err)
+	}
+}

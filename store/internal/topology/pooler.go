@@ -70,15 +70,20 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 	if err != nil || !p.Transaction {
 		return p, err
 	}
-	cfg := pool.Config().ConnConfig
+	return p, Refuse(pool.Config().ConnConfig)
+}
+
+// Refuse returns the *PoolerError of a setting of cfg that cannot work
+// behind a transaction pooler (Check says which), nil if none.
+func Refuse(cfg *pgx.ConnConfig) error {
 	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
-		return p, &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
+		return &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
 			Why: "its prepared statements live on one server connection and the next transaction runs on another " +
 				"(prepared statement \"stmtcache_...\" does not exist, SQLSTATE 26000; PgBouncer 1.18 keeps no prepared statement)",
 			Fix: "use cache_describe or exec (add default_query_exec_mode=cache_describe to the URL)"}
 	case pgx.QueryExecModeDescribeExec:
-		return p, &PoolerError{Setting: "default_query_exec_mode=describe_exec",
+		return &PoolerError{Setting: "default_query_exec_mode=describe_exec",
 			Why: "it describes a statement and executes it in two round trips, which the pooler may send to two server " +
 				"connections (another client's statement of the same name runs instead)",
 			Fix: "use cache_describe or exec (default_query_exec_mode=cache_describe in the URL)"}
@@ -91,11 +96,11 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 		if strings.EqualFold(name, "search_path") {
 			fix = "leave it out and name the inbox's schema with pgstore.Options.Schema (txinbox --schema)"
 		}
-		return p, &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
+		return &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
 			Why: "the pooler does not set it on the server connection each transaction runs on (PgBouncer refuses it at connect: " +
 				"unsupported startup parameter, or drops it when ignore_startup_parameters lists it)", Fix: fix}
 	}
-	return p, nil
+	return nil
 }
 
 // Conn is a connection detect asks.
