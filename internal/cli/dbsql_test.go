@@ -80,3 +80,20 @@ func TestDatabaseSQLStoreURL(t *testing.T) {
 		t.Errorf("key=value with txinbox_store: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestDatabaseSQLStoreBehindTransactionPooler: through PgBouncer's
+// transaction pool, txinbox_store=database/sql is refused when it
+// connects (status) and by migrate while the read-only guard is on,
+// naming txinbox_readonly_guard=off, and works with it off.
+func TestDatabaseSQLStoreBehindTransactionPooler(t *testing.T) {
+	t.Parallel()
+	u := testdb.WithDatabase(t, testdb.RequirePgBouncer(t), testdb.NewDatabase(t, testdb.Require(t))) + "&txinbox_store=database/sql"
+	for _, cmd := range []string{"migrate", "status"} {
+		if _, errs, code := run(t, cmd, "--db", u); code == 0 || !strings.Contains(errs, "txinbox_readonly_guard=off") {
+			t.Errorf("%s with the guard on: exit %d, stderr %q; want a refusal naming txinbox_readonly_guard=off", cmd, code, errs)
+		}
+		if out, errs, code := run(t, cmd, "--db", u+"&txinbox_readonly_guard=off"); code != 0 {
+			t.Errorf("%s with txinbox_readonly_guard=off: exit %d %q %q", cmd, code, out, errs)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/internal/pgcore"
 	"github.com/txinbox/txinbox/store/internal/topology"
 )
 
@@ -48,7 +49,7 @@ var _ store.DurabilityReader = (*Driver)(nil)
 // of pg_read_all_stats (pg_monitor) sees the standbys but not how they
 // replicate: that is reported in Unread.
 func (d *Driver) Durability(ctx context.Context) (store.Durability, error) {
-	return topology.ReadDurability(ctx, d.pool)
+	return pgcore.ReadDurability(ctx, d.core)
 }
 
 // Migrate applies the embedded migrations that are not applied yet (see

@@ -145,6 +145,9 @@ func openSQLPG(ctx context.Context, f DBFlags, cfg *pgxpool.Config, c pgChoice, 
 		return nil, ConnectError{fmt.Errorf("connecting to %s: %w", where, err)}
 	}
 	d, err := pgdbstore.New(db, pgdbstore.Options{Schema: f.Schema, TablePrefix: f.Prefix, NoReadOnlyGuard: c.noGuard})
+	if err == nil {
+		_, err = d.CheckPooler(pctx)
+	}
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -18,7 +18,7 @@ type ReplyStatements struct {
 	// SaveReplies sets the reply ($3, bytea[]) of the inbox rows of keys
 	// ($1, $2) that the transaction claimed.
 	SaveReplies string
-	// Replies returns one array: the reply of each key's ($1, $2) inbox
+	// Replies returns one row per key ($1, $2): the reply of its inbox
 	// row, in the keys' order (NULL when none).
 	Replies string
 	// ListReplies returns, as store.ReplyRecord's columns, the newest
@@ -36,9 +36,10 @@ ORDER BY k.ord`,
 		SaveReplies: t.Expand(`UPDATE {inbox} AS i SET reply = r.reply
 FROM unnest($1::text[], $2::text[], $3::bytea[]) AS r(scope, message_id, reply)
 WHERE i.scope = r.scope AND i.message_id = r.message_id`),
-		Replies: t.Expand(`SELECT array_agg(i.reply ORDER BY k.ord)
+		Replies: t.Expand(`SELECT i.reply
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(scope, message_id, ord)
-LEFT JOIN {inbox} AS i ON i.scope = k.scope AND i.message_id = k.message_id`),
+LEFT JOIN {inbox} AS i ON i.scope = k.scope AND i.message_id = k.message_id
+ORDER BY k.ord`),
 		ListReplies: t.Expand(`SELECT scope, message_id, source, received_at, reply FROM {inbox}
 WHERE left(scope, length($1)) = $1 AND reply IS NOT NULL ORDER BY received_at DESC LIMIT $2`),
 	}

@@ -1,6 +1,6 @@
-// Package topology reads what stands between pgstore and its commits'
-// safety: a connection pooler in front (pgstore.Driver.CheckPooler) and
-// the durability settings (pgstore.Driver.Durability).
+// Package topology finds what stands between a PostgreSQL store and its
+// server: a connection pooler in front (pgstore.Driver.CheckPooler,
+// pgdbstore.Driver.CheckPooler).
 package topology
 
 import (
@@ -70,15 +70,20 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 	if err != nil || !p.Transaction {
 		return p, err
 	}
-	cfg := pool.Config().ConnConfig
+	return p, Refuse(pool.Config().ConnConfig)
+}
+
+// Refuse returns the *PoolerError of a setting of cfg that cannot work
+// behind a transaction pooler (Check says which), nil if none.
+func Refuse(cfg *pgx.ConnConfig) error {
 	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
-		return p, &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
+		return &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
 			Why: "its prepared statements live on one server connection and the next transaction runs on another " +
 				"(prepared statement \"stmtcache_...\" does not exist, SQLSTATE 26000; PgBouncer 1.18 keeps no prepared statement)",
 			Fix: "use cache_describe or exec (add default_query_exec_mode=cache_describe to the URL)"}
 	case pgx.QueryExecModeDescribeExec:
-		return p, &PoolerError{Setting: "default_query_exec_mode=describe_exec",
+		return &PoolerError{Setting: "default_query_exec_mode=describe_exec",
 			Why: "it describes a statement and executes it in two round trips, which the pooler may send to two server " +
 				"connections (another client's statement of the same name runs instead)",
 			Fix: "use cache_describe or exec (default_query_exec_mode=cache_describe in the URL)"}
@@ -91,32 +96,61 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 		if strings.EqualFold(name, "search_path") {
 			fix = "leave it out and name the inbox's schema with pgstore.Options.Schema (txinbox --schema)"
 		}
-		return p, &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
+		return &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
 			Why: "the pooler does not set it on the server connection each transaction runs on (PgBouncer refuses it at connect: " +
 				"unsupported startup parameter, or drops it when ignore_startup_parameters lists it)", Fix: fix}
 	}
-	return p, nil
+	return nil
 }
 
-// detect compares the backend process a connection was given at
-// start with the one answering; behind a pooler it then tells a session
-// pool (each client keeps its server connection) from a transaction pool
-// (a server connection serves another client between two transactions).
+// Conn is a connection detect asks.
+type Conn interface {
+	// StartPID is the backend process id the connection was given at
+	// start; ok is false when its driver does not tell.
+	StartPID() (pid uint32, ok bool)
+	// BackendPID asks the backend process id answering the connection.
+	BackendPID(ctx context.Context) (uint32, error)
+	// BeginPID begins a transaction and returns its backend process id.
+	BeginPID(ctx context.Context) (uint32, error)
+}
+
+// detect is Detect on a pgx pool.
 func detect(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 	c1, err := pool.Acquire(ctx)
 	if err != nil {
 		return Pooling{}, err
 	}
 	defer c1.Release()
-	first, err := backendPID(ctx, c1.Conn())
-	if err != nil || first == c1.Conn().PgConn().PID() {
+	return Detect(ctx, pgxConn{c1.Conn()}, func(ctx context.Context) (Conn, func(), error) {
+		c2, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pgxConn{c2}, func() { c2.Close(context.WithoutCancel(ctx)) }, nil //nolint:errcheck // a probe's connection
+	})
+}
+
+// Detect compares the backend process c1 was given at start with the one
+// answering; behind a pooler (or when c1's driver does not tell) it then
+// tells a session pool (each client keeps its server connection) from a
+// transaction pool (a server connection serves another client between
+// two transactions), with a second connection that second opens (and
+// whose close function closes).
+func Detect(ctx context.Context, c1 Conn, second func(context.Context) (Conn, func(), error)) (Pooling, error) {
+	first, err := c1.BackendPID(ctx)
+	if err != nil {
 		return Pooling{}, err
 	}
-	c2, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
-	if err != nil {
-		return Pooling{Pooled: true}, err
+	start, known := c1.StartPID()
+	if known && first == start {
+		return Pooling{}, nil
 	}
-	defer c2.Close(context.WithoutCancel(ctx)) //nolint:errcheck // a probe's connection
+	pooled := known // without the start's PID, only a transaction pool is told
+	c2, closeC2, err := second(ctx)
+	if err != nil {
+		return Pooling{Pooled: pooled}, err
+	}
+	defer closeC2()
 	// c1's server connection is free now, unless the pooler keeps it
 	// for c1 (session pooling); c2 holds a transaction, so that c1's
 	// next statement needs another one if c2 took c1's. A session pool
@@ -125,19 +159,29 @@ func detect(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
 	// a wait of secondWait is a session pool.
 	wctx, cancel := context.WithTimeout(ctx, secondWait)
 	defer cancel()
-	second, err := beginPID(wctx, c2)
+	secondPID, err := c2.BeginPID(wctx)
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
-		return Pooling{Pooled: true}, nil
+		return Pooling{Pooled: pooled}, nil
 	}
 	if err != nil {
-		return Pooling{Pooled: true}, err
+		return Pooling{Pooled: pooled}, err
 	}
-	again, err := backendPID(ctx, c1.Conn())
+	again, err := c1.BackendPID(ctx)
 	if err != nil {
-		return Pooling{Pooled: true}, err
+		return Pooling{Pooled: pooled}, err
 	}
-	return Pooling{Pooled: true, Transaction: second == first || again != first}, nil
+	tx := secondPID == first || again != first
+	return Pooling{Pooled: pooled || tx, Transaction: tx}, nil
 }
+
+// pgxConn is a Conn on pgx.
+type pgxConn struct{ c *pgx.Conn }
+
+func (p pgxConn) StartPID() (uint32, bool) { return p.c.PgConn().PID(), true }
+
+func (p pgxConn) BackendPID(ctx context.Context) (uint32, error) { return backendPID(ctx, p.c) }
+
+func (p pgxConn) BeginPID(ctx context.Context) (uint32, error) { return beginPID(ctx, p.c) }
 
 // secondWait is how long detect waits for a server connection for its
 // second client.
