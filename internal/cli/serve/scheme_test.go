@@ -13,6 +13,16 @@ import (
 // binary as a user runs it; none opens it as a SQLite file of that name
 // (which failed with "unable to open database file", or created one).
 func TestUnservedSchemeRefused(t *testing.T) {
+	// The commands read TXINBOX_<FLAG> from the environment, and the test
+	// environment sets some of the same names (TXINBOX_AMQP_URL, which serve
+	// takes for --amqp-url and then wants --amqp-queue): run them on the
+	// flags given here only.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TXINBOX_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
+	}
 	dir := t.TempDir()
 	for _, url := range []string{"sqlserver://sa:secret@127.0.0.1:1433/inbox", "postgress://u@127.0.0.1/x", "Oracle://u@h/x"} {
 		scheme, _, _ := strings.Cut(url, "://")
