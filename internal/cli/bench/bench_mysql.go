@@ -41,6 +41,7 @@ type myReport struct {
 	Results             []*benchResult     `json:"results"`
 	VsCeiling           map[string]float64 `json:"txinbox_vs_ceiling"`
 	RRVsCeiling         map[string]float64 `json:"txinbox_repeatable_read_vs_ceiling"`
+	Purge               []purgePoint       `json:"purge,omitempty"`
 }
 
 // myScenarios are the MySQL scenarios, in their --only names.
@@ -89,6 +90,12 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 					rep.RRVsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
 				}
 			}
+		}
+	}
+	if o.scenarios["purge"] {
+		var err error
+		if rep.Purge, err = mb.purgeBench(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return rep, nil
@@ -235,11 +242,26 @@ VALUES ('bench', ?, 'bench', '', '', ?, ?, ?)`)
 // txinbox is mysqlstore with a batch handler writing the batch's effect
 // rows in one multi-row INSERT, at the isolation level given.
 func (mb *myBench) txinbox(ctx context.Context, dup float64, level sql.IsolationLevel, name string) (*benchResult, error) {
+	p, err := mb.processor(level)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	r, err := mb.be.feedProcessorWith(ctx, "mysql", dup, mb.be.o.conns, p.Process, mb.oneEffectPerInboxRow)
+	if r != nil {
+		r.Name = name
+	}
+	return r, err
+}
+
+// processor is mysqlstore at the isolation level given with a batch
+// handler writing the batch's effect rows in one multi-row INSERT.
+func (mb *myBench) processor(level sql.IsolationLevel) (*txinbox.Processor[*sql.Tx], error) {
 	d, err := mysqlstore.New(mb.db, mysqlstore.Options{Isolation: level})
 	if err != nil {
 		return nil, err
 	}
-	p, err := txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{
+	return txinbox.NewProcessor(d, txinbox.Config[*sql.Tx]{
 		Scope:        "bench",
 		MaxBatchSize: mb.be.o.batch,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -252,15 +274,6 @@ func (mb *myBench) txinbox(ctx context.Context, dup float64, level sql.Isolation
 			return err
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	r, err := mb.be.feedProcessorWith(ctx, "mysql", dup, mb.be.o.conns, p.Process, mb.oneEffectPerInboxRow)
-	if r != nil {
-		r.Name = name
-	}
-	return r, err
 }
 
 func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
@@ -287,5 +300,8 @@ func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 		if v, ok := rep.RRVsCeiling[k]; ok {
 			fmt.Fprintf(env.Stdout, "txinbox at REPEATABLE READ vs ceiling at %s duplicates: %.2f\n", k, v)
 		}
+	}
+	if len(rep.Purge) > 0 {
+		printPurgeBench(env.Stdout, rep.Purge)
 	}
 }

@@ -95,15 +95,6 @@ func (be *benchEnv) purgeBench(ctx context.Context) ([]purgePoint, error) {
 }
 
 func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string, partitioned bool) (*purgePoint, error) {
-	pt := &purgePoint{Mode: mode, ExpiredRows: be.o.purgeRows}
-	start := time.Now()
-	if err := be.prefillExpired(ctx, d, partitioned); err != nil {
-		return nil, err
-	}
-	pt.PrefillSeconds = time.Since(start).Seconds()
-	if _, err := be.pool.Exec(ctx, "TRUNCATE effects"); err != nil {
-		return nil, err
-	}
 	p, err := txinbox.NewProcessor(d, txinbox.Config[pgx.Tx]{
 		Scope: "bench", MaxBatchSize: be.o.batch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*txinbox.Message) error {
@@ -113,18 +104,61 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 	if err != nil {
 		return nil, err
 	}
-	be.progress("purge (%s): processing alone...", mode)
-	before, err := be.processWhile(ctx, p, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
+	return be.purgeRun(ctx, purgeTarget{
+		mode:    mode,
+		purger:  d,
+		process: p.Process,
+		prefill: func(ctx context.Context) error { return be.prefillExpired(ctx, d, partitioned) },
+		clear: func(ctx context.Context) error {
+			_, err := be.pool.Exec(ctx, "TRUNCATE effects")
+			return err
+		},
+		counts: func(ctx context.Context) (left, effects, inbox int64, err error) {
+			err = be.pool.QueryRow(ctx, d.Tables().Expand(`SELECT (SELECT count(*) FROM {inbox} WHERE scope = 'prefill'),
+		(SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')`)).Scan(&left, &effects, &inbox)
+			return left, effects, inbox, err
+		},
+	})
+}
+
+// purgeTarget is one store's purge scenario: what purgeRun measures.
+type purgeTarget struct {
+	mode    string
+	purger  store.Purger
+	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error)
+	// prefill adds be.o.purgeRows rows of scope "prefill", expired under
+	// purgeRetention; clear empties the effects table.
+	prefill, clear func(context.Context) error
+	// counts reads the prefill rows left, the effects and the bench
+	// scope's inbox rows.
+	counts func(context.Context) (left, effects, inbox int64, err error)
+}
+
+// purgeRun prefills the expired rows, then measures processing alone,
+// processing while the purger removes them, and processing alone again;
+// then the same purge under a steady load of half the baseline.
+func (be *benchEnv) purgeRun(ctx context.Context, t purgeTarget) (*purgePoint, error) {
+	pt := &purgePoint{Mode: t.mode, ExpiredRows: be.o.purgeRows}
+	start := time.Now()
+	if err := t.prefill(ctx); err != nil {
+		return nil, err
+	}
+	pt.PrefillSeconds = time.Since(start).Seconds()
+	if err := t.clear(ctx); err != nil {
+		return nil, err
+	}
+	be.progress("purge (%s): processing alone...", t.mode)
+	before, err := be.processWhile(ctx, t.process, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
 	if err != nil {
 		return nil, err
 	}
-	be.progress("purge (%s): processing while purging %d rows...", mode, be.o.purgeRows)
-	pg, err := purge.New(d, purge.Config{Retention: purgeRetention,
+	be.progress("purge (%s): processing while purging %d rows...", t.mode, be.o.purgeRows)
+	pg, err := purge.New(t.purger, purge.Config{Retention: purgeRetention,
 		OnBatch: func(r store.PurgeResult, _ time.Duration) { pt.PurgeBatches++ }})
 	if err != nil {
 		return nil, err
 	}
-	during, err := be.processWhile(ctx, p, func(ctx context.Context) error {
+	during, err := be.processWhile(ctx, t.process, func(ctx context.Context) error {
 		t0 := time.Now()
 		res, err := pg.Round(ctx)
 		pt.PurgeSeconds, pt.PurgedRows = time.Since(t0).Seconds(), res.Inbox
@@ -133,20 +167,18 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 	if err != nil {
 		return nil, err
 	}
-	be.progress("purge (%s): processing alone again...", mode)
-	after, err := be.processWhile(ctx, p, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
+	be.progress("purge (%s): processing alone again...", t.mode)
+	after, err := be.processWhile(ctx, t.process, func(ctx context.Context) error { return benchsys.SleepCtx(ctx, be.o.duration) })
 	if err != nil {
 		return nil, err
 	}
 	pt.BaselineMsgsPerS = (before + after) / 2
 	pt.DuringMsgsPerS = during
 	pt.DuringVsBaseline = during / pt.BaselineMsgsPerS
-	pt.PurgeRowsPerS = float64(pt.PurgedRows) / pt.PurgeSeconds
 	// Every expired row is gone, and processing stayed exactly once: one
 	// effect per processed inbox row.
-	var left, effects, inbox int64
-	if err := be.pool.QueryRow(ctx, d.Tables().Expand(`SELECT (SELECT count(*) FROM {inbox} WHERE scope = 'prefill'),
-		(SELECT count(*) FROM effects), (SELECT count(*) FROM {inbox} WHERE scope = 'bench')`)).Scan(&left, &effects, &inbox); err != nil {
+	left, effects, inbox, err := t.counts(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if left != 0 {
@@ -158,7 +190,7 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 	// The rate is of the rows there were (a dropped partition's count is
 	// the planner's estimate).
 	pt.PurgeRowsPerS = float64(be.o.purgeRows) / pt.PurgeSeconds
-	if pt.Steady, err = be.purgeSteady(ctx, d, p, mode, partitioned, pt.BaselineMsgsPerS/2); err != nil {
+	if pt.Steady, err = be.purgeSteady(ctx, t, pt.BaselineMsgsPerS/2); err != nil {
 		return nil, err
 	}
 	return pt, nil
@@ -166,18 +198,18 @@ func (be *benchEnv) purgeOne(ctx context.Context, d *pgstore.Driver, mode string
 
 // purgeSteady prefills the expired rows again and purges them while
 // processing is offered rate messages/s.
-func (be *benchEnv) purgeSteady(ctx context.Context, d *pgstore.Driver, p *txinbox.Processor[pgx.Tx], mode string, partitioned bool, rate float64) (*steadyPurge, error) {
-	be.progress("purge (%s): prefilling %d expired rows again...", mode, be.o.purgeRows)
-	if err := be.prefillExpired(ctx, d, partitioned); err != nil {
+func (be *benchEnv) purgeSteady(ctx context.Context, t purgeTarget, rate float64) (*steadyPurge, error) {
+	be.progress("purge (%s): prefilling %d expired rows again...", t.mode, be.o.purgeRows)
+	if err := t.prefill(ctx); err != nil {
 		return nil, err
 	}
-	pg, err := purge.New(d, purge.Config{Retention: purgeRetention})
+	pg, err := purge.New(t.purger, purge.Config{Retention: purgeRetention})
 	if err != nil {
 		return nil, err
 	}
 	st := &steadyPurge{OfferedMsgsPerS: rate}
-	be.progress("purge (%s): %.0f msgs/s offered while purging...", mode, rate)
-	st.AchievedMsgsPerS, err = be.processAt(ctx, p, rate, func(ctx context.Context) error {
+	be.progress("purge (%s): %.0f msgs/s offered while purging...", t.mode, rate)
+	st.AchievedMsgsPerS, err = be.processAt(ctx, t.process, rate, func(ctx context.Context) error {
 		t0 := time.Now()
 		_, err := pg.Round(ctx)
 		st.PurgeSeconds = time.Since(t0).Seconds()
@@ -238,14 +270,16 @@ FROM generate_series($1::bigint, $2::bigint) g, LATERAL (SELECT now() - interval
 
 // processWhile runs the processing load on be.o.conns workers, each feeding
 // batches of new ids, until during returns; it returns messages/s.
-func (be *benchEnv) processWhile(ctx context.Context, p *txinbox.Processor[pgx.Tx], during func(context.Context) error) (float64, error) {
-	return be.processAt(ctx, p, 0, during)
+func (be *benchEnv) processWhile(ctx context.Context, process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error),
+	during func(context.Context) error) (float64, error) {
+	return be.processAt(ctx, process, 0, during)
 }
 
 // processAt is processWhile offering at most rate messages/s (0: as many
 // as the workers manage): batch j is not sent before j*batch/rate seconds
 // from the start; a worker behind that schedule sends at once.
-func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx], rate float64, during func(context.Context) error) (float64, error) {
+func (be *benchEnv) processAt(ctx context.Context, process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error),
+	rate float64, during func(context.Context) error) (float64, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ids := benchsys.NewIDSource(0, 0)
@@ -270,7 +304,7 @@ func (be *benchEnv) processAt(ctx context.Context, p *txinbox.Processor[pgx.Tx],
 					msgs[i] = &txinbox.Message{ID: id, Source: "bench", Payload: benchPayload}
 				}
 				// A batch runs to its end past the stop, so it is counted.
-				if _, err := p.Process(context.WithoutCancel(wctx), msgs); err != nil {
+				if _, err := process(context.WithoutCancel(wctx), msgs); err != nil {
 					errs <- err
 					stop()
 					return
