@@ -16,6 +16,7 @@ import (
 
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
+	"github.com/txinbox/txinbox/internal/cli/bench/scaleout"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 )
 
@@ -137,7 +138,7 @@ func (c *Command) defineFlags(fs *flag.FlagSet, _ *clikit.Env) {
 		"e2e-kafka, kafka-watermark: the records each slice pre-produces (it ends when they are handled or its time is up)")
 	clikit.IntFlag(fs, &o.scaleKills, "scale-out-kills", 3, 0, "scale-out: SIGKILLs (each process replaced) during one more drain with the most processes; 0: no such drain")
 	clikit.IntFlag(fs, &o.busy, "busy", 4, 1, "light-busy: CPU-bound processes (each in a session of its own, as other programs) running beside the light load")
-	fs.StringVar(&o.serveBin, "serve-bin", serveBinary(), "scale-out: the txinbox binary whose serve processes are measured")
+	fs.StringVar(&o.serveBin, "serve-bin", scaleout.ServeBinary(), "scale-out: the txinbox binary whose serve processes are measured")
 	clikit.Int64Flag(fs, &o.purgeRows, "purge-rows", 5_000_000, 1, "purge: expired rows to prefill and purge, in each mode")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	c.kafkaBrokers = fs.String("kafka-brokers", "", "e2e-kafka, kafka-watermark: also run them on this real Kafka (comma-separated host:port seeds), beside the run's kfake, in one report")
@@ -168,10 +169,10 @@ func (c *Command) runBench(ctx context.Context, env *clikit.Env) int {
 	if err == nil && len(o.scaleOut) == 0 {
 		err = errors.New("--scale-out: give process counts, e.g. 1,2,3")
 	}
-	if err == nil && slices.Max(o.scaleOut) > scaleOutPartitions {
+	if err == nil && slices.Max(o.scaleOut) > scaleout.Partitions {
 		// A member beyond the topic's partitions gets none: it would sit
 		// idle in the group and only hold memory and connections.
-		err = fmt.Errorf("--scale-out: at most %d processes (the topic's partitions), not %d", scaleOutPartitions, slices.Max(o.scaleOut))
+		err = fmt.Errorf("--scale-out: at most %d processes (the topic's partitions), not %d", scaleout.Partitions, slices.Max(o.scaleOut))
 	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox bench:", err)

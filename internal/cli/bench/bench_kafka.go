@@ -16,6 +16,7 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/brokers"
+	"github.com/txinbox/txinbox/internal/cli/bench/scaleout"
 	"github.com/txinbox/txinbox/internal/cli/demo"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store/pgstore"
@@ -336,4 +337,22 @@ func benchWatermarkOnce(pool *pgxpool.Pool, d *pgstore.Driver, r *benchResult, t
 			r.Name, r.Effects, distinct, covered, inbox)
 	}
 	return nil
+}
+
+// scalePoint is one drain of the scale-out scenario.
+type scalePoint = scaleout.Point
+
+// scaleOut runs the scale-out scenario (package scaleout) on an
+// in-process Kafka cluster of its own and the bench schema.
+func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
+	seeds, stop, err := benchStartKafka(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	return scaleout.Run(ctx, scaleout.Config{
+		Seeds: seeds, Pool: be.pool, DB: be.o.db, Schema: be.schema, EffectSQL: benchEffectSQL,
+		ServeBin: be.o.serveBin, Rounds: be.o.rounds, Kills: be.o.scaleKills, Counts: be.o.scaleOut,
+		Records: be.o.scaleRecords, Payload: benchPayload, Truncate: be.truncate, Progress: be.progress,
+	})
 }

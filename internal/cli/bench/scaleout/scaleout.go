@@ -1,4 +1,7 @@
-package bench
+// Package scaleout is txinbox bench's scale-out scenario: real serve
+// processes in one Kafka consumer group over one PostgreSQL draining a
+// backlog, some SIGKILLed and replaced at rebalances.
+package scaleout
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/txinbox/txinbox/effect"
@@ -18,9 +22,9 @@ import (
 	"github.com/txinbox/txinbox/internal/cli/demo"
 )
 
-// scalePoint is serve processes in one Kafka consumer group over one
+// Point is serve processes in one Kafka consumer group over one
 // PostgreSQL draining a backlog.
-type scalePoint struct {
+type Point struct {
 	Processes  int      `json:"processes"`
 	Records    int64    `json:"records"`
 	Seconds    float64  `json:"seconds"`
@@ -34,24 +38,43 @@ type scalePoint struct {
 	Lost    int64 `json:"lost"`
 }
 
-// scaleOutPartitions is the partitions of the scale-out topic: enough
-// for 3 processes to share.
-const scaleOutPartitions = 8
+// Config is one scale-out run.
+type Config struct {
+	// Seeds are the Kafka cluster's brokers (the caller starts it).
+	Seeds []string
+	// Pool reaches the database the serve processes write to; its table
+	// Schema.effects gets their effect rows (EffectSQL, with "effects"
+	// qualified by Schema).
+	Pool          *pgxpool.Pool
+	DB, Schema    string
+	EffectSQL     string
+	ServeBin      string
+	Rounds, Kills int
+	Counts        []int64 // serve process counts, taking turns each round
+	Records       int64   // the backlog of each drain
+	Payload       []byte  // each record's value
+	Truncate      func(context.Context) error
+	Progress      func(format string, args ...any)
+}
 
-// scaleOut drains a backlog with 1, 2 and 3 (--scale-out) real serve
+// runner is one Run.
+type runner struct{ o Config }
+
+// Partitions is the partitions of the scale-out topic: enough
+// for 3 processes to share.
+const Partitions = 8
+
+// Run drains a backlog with 1, 2 and 3 (--scale-out) real serve
 // processes, the process counts taking turns over the rounds; then once
 // more with the most processes while some are SIGKILLed and replaced, at
 // rebalances. Every drain ends with one effect per record. On an error it
 // returns the drains measured before it too.
-func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
-	seeds, stop, err := benchStartKafka(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	merged := make([]*scalePoint, len(be.o.scaleOut))
-	measured := func() []scalePoint {
-		var out []scalePoint
+func Run(ctx context.Context, cfg Config) ([]Point, error) {
+	be := &runner{o: cfg}
+	seeds := cfg.Seeds
+	merged := make([]*Point, len(be.o.Counts))
+	measured := func() []Point {
+		var out []Point
 		for _, p := range merged {
 			if p != nil {
 				out = append(out, *p)
@@ -59,9 +82,9 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 		}
 		return out
 	}
-	for round := range be.o.rounds {
-		for i, n := range be.o.scaleOut {
-			be.progress("scale-out: %d serve processes, round %d/%d...", n, round+1, be.o.rounds)
+	for round := range be.o.Rounds {
+		for i, n := range be.o.Counts {
+			be.o.Progress("scale-out: %d serve processes, round %d/%d...", n, round+1, be.o.Rounds)
 			p, err := be.drain(ctx, seeds, int(n), 0)
 			if err != nil {
 				return measured(), err
@@ -75,12 +98,12 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 		}
 	}
 	out := measured()
-	if be.o.scaleKills == 0 {
+	if be.o.Kills == 0 {
 		return out, nil
 	}
-	n := int(slices.Max(be.o.scaleOut))
-	be.progress("scale-out: %d serve processes, SIGKILLs during rebalances...", n)
-	p, err := be.drain(ctx, seeds, n, be.o.scaleKills)
+	n := int(slices.Max(be.o.Counts))
+	be.o.Progress("scale-out: %d serve processes, SIGKILLs during rebalances...", n)
+	p, err := be.drain(ctx, seeds, n, be.o.Kills)
 	if err != nil {
 		return out, err
 	}
@@ -94,8 +117,8 @@ func (be *benchEnv) scaleOut(ctx context.Context) ([]scalePoint, error) {
 // is several times faster than draining). With kills > 0, a process is SIGKILLed and replaced
 // that many times while the backlog drains, each once the group has
 // settled again: the drain's rate then includes the rebalances.
-func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*scalePoint, error) {
-	if err := be.truncate(ctx); err != nil {
+func (be *runner) drain(ctx context.Context, seeds []string, n, kills int) (*Point, error) {
+	if err := be.o.Truncate(ctx); err != nil {
 		return nil, err
 	}
 	topic := fmt.Sprintf("scale-%d", time.Now().UnixNano())
@@ -105,7 +128,7 @@ func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*s
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, scaleOutPartitions, -1, nil, topic); err != nil {
+	if _, err := adm.CreateTopic(ctx, Partitions, -1, nil, topic); err != nil {
 		return nil, fmt.Errorf("creating topic %s: %w", topic, err)
 	}
 	defer adm.DeleteTopics(context.WithoutCancel(ctx), topic) //nolint:errcheck // frees the cluster's memory; best effort
@@ -129,10 +152,10 @@ func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*s
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := benchProduceBacklog(ctx, cl, topic, be.o.scaleRecords); err != nil {
+	if err := produceBacklog(ctx, cl, topic, be.o.Records, be.o.Payload); err != nil {
 		return nil, err
 	}
-	want := be.o.scaleRecords
+	want := be.o.Records
 	if err := be.killDuringDrain(ctx, seeds, topic, procs, kills); err != nil {
 		return nil, err
 	}
@@ -144,16 +167,16 @@ func (be *benchEnv) drain(ctx context.Context, seeds []string, n, kills int) (*s
 		p.stop()
 	}
 	procs = nil
-	pt := &scalePoint{Processes: n, Records: want, Seconds: elapsed, MsgsPerSec: float64(want) / elapsed, Kills: kills}
+	pt := &Point{Processes: n, Records: want, Seconds: elapsed, MsgsPerSec: float64(want) / elapsed, Kills: kills}
 	return pt, be.countOnce(ctx, pt)
 }
 
 // killDuringDrain SIGKILLs a random process and starts a replacement,
 // kills times, each once a further share of the backlog has drained.
-func (be *benchEnv) killDuringDrain(ctx context.Context, seeds []string, topic string, procs []*serveChild, kills int) error {
+func (be *runner) killDuringDrain(ctx context.Context, seeds []string, topic string, procs []*serveChild, kills int) error {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for k := range kills {
-		if err := be.awaitEffects(ctx, be.o.scaleRecords*int64(k+1)/int64(kills+2), procs); err != nil {
+		if err := be.awaitEffects(ctx, be.o.Records*int64(k+1)/int64(kills+2), procs); err != nil {
 			return err
 		}
 		i := rng.IntN(len(procs))
@@ -169,14 +192,14 @@ func (be *benchEnv) killDuringDrain(ctx context.Context, seeds []string, topic s
 	return nil
 }
 
-// benchProduceBacklog fills topic with records keyed by a message-id
+// produceBacklog fills topic with records keyed by a message-id
 // header, all distinct.
-func benchProduceBacklog(ctx context.Context, cl *kgo.Client, topic string, records int64) error {
+func produceBacklog(ctx context.Context, cl *kgo.Client, topic string, records int64, payload []byte) error {
 	for start := int64(0); start < records; start += 10_000 {
 		recs := make([]*kgo.Record, 0, 10_000)
 		for i := start; i < min(start+10_000, records); i++ {
 			id := []byte(fmt.Sprint("s-", i))
-			recs = append(recs, &kgo.Record{Topic: topic, Key: id, Value: benchPayload,
+			recs = append(recs, &kgo.Record{Topic: topic, Key: id, Value: payload,
 				Headers: []kgo.RecordHeader{{Key: demo.KafkaHeader, Value: id}}})
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -187,12 +210,12 @@ func benchProduceBacklog(ctx context.Context, cl *kgo.Client, topic string, reco
 }
 
 // countOnce checks the drain: every record has exactly one effect.
-func (be *benchEnv) countOnce(ctx context.Context, pt *scalePoint) error {
+func (be *runner) countOnce(ctx context.Context, pt *Point) error {
 	var effects, distinct int64
-	if err := be.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT message_id) FROM effects`).Scan(&effects, &distinct); err != nil {
+	if err := be.o.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT message_id) FROM effects`).Scan(&effects, &distinct); err != nil {
 		return err
 	}
-	pt.Doubled, pt.Lost = effects-distinct, be.o.scaleRecords-distinct
+	pt.Doubled, pt.Lost = effects-distinct, be.o.Records-distinct
 	if pt.Doubled != 0 || pt.Lost != 0 {
 		return fmt.Errorf("scale-out with %d processes (%d killed): %d effects doubled, %d lost", pt.Processes, pt.Kills, pt.Doubled, pt.Lost)
 	}
@@ -201,7 +224,7 @@ func (be *benchEnv) countOnce(ctx context.Context, pt *scalePoint) error {
 
 // awaitGroup waits until the group is stable with n members, each with
 // partitions assigned.
-func (be *benchEnv) awaitGroup(ctx context.Context, adm *kadm.Client, group string, n int, procs []*serveChild) error {
+func (be *runner) awaitGroup(ctx context.Context, adm *kadm.Client, group string, n int, procs []*serveChild) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		if err := anyExited(procs); err != nil {
@@ -226,7 +249,7 @@ func (be *benchEnv) awaitGroup(ctx context.Context, adm *kadm.Client, group stri
 const scaleOutStall = time.Minute
 
 // awaitEffects waits until there are at least want effects.
-func (be *benchEnv) awaitEffects(ctx context.Context, want int64, procs []*serveChild) error {
+func (be *runner) awaitEffects(ctx context.Context, want int64, procs []*serveChild) error {
 	last, lastChange := int64(-1), time.Now()
 	for {
 		if err := anyExited(procs); err != nil {
@@ -253,9 +276,9 @@ func (be *benchEnv) awaitEffects(ctx context.Context, want int64, procs []*serve
 	}
 }
 
-func (be *benchEnv) effectCount(ctx context.Context) (int64, error) {
+func (be *runner) effectCount(ctx context.Context) (int64, error) {
 	var n int64
-	err := be.pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&n)
+	err := be.o.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&n)
 	return n, err
 }
 
@@ -269,11 +292,11 @@ type serveChild struct {
 
 // startServe starts a serve process consuming topic in group into the
 // bench's schema, with the declarative effect (--effect sql).
-func (be *benchEnv) startServe(seeds []string, topic, group string) (*serveChild, error) {
-	cmd := exec.Command(be.o.serveBin, "serve", "--db", be.o.db, "--schema", be.schema,
+func (be *runner) startServe(seeds []string, topic, group string) (*serveChild, error) {
+	cmd := exec.Command(be.o.ServeBin, "serve", "--db", be.o.DB, "--schema", be.o.Schema,
 		"--kafka-brokers", strings.Join(seeds, ","), "--kafka-topics", topic, "--kafka-group", group,
 		"--kafka-key", "header:"+demo.KafkaHeader, "--kafka-scope", "bench", "--kafka-session-timeout", "6s",
-		"--effect", string(effect.SQL), "--effect-sql", strings.Replace(benchEffectSQL, "effects", be.schema+".effects", 1), "--no-purge", "--accept-short-retention")
+		"--effect", string(effect.SQL), "--effect-sql", strings.Replace(be.o.EffectSQL, "effects", be.o.Schema+".effects", 1), "--no-purge", "--accept-short-retention")
 	// The serve processes are configured by these flags alone: serve reads
 	// TXINBOX_* variables as flags (another source, another database).
 	for _, kv := range os.Environ() {
@@ -284,7 +307,7 @@ func (be *benchEnv) startServe(seeds []string, topic, group string) (*serveChild
 	c := &serveChild{cmd: cmd, done: make(chan struct{}), stderr: &clikit.TailBuffer{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("scale-out: starting %s serve (--serve-bin): %w", be.o.serveBin, err)
+		return nil, fmt.Errorf("scale-out: starting %s serve (--serve-bin): %w", be.o.ServeBin, err)
 	}
 	go func() {
 		c.err = cmd.Wait()
@@ -321,9 +344,9 @@ func (c *serveChild) kill() {
 	<-c.done
 }
 
-// serveBinary is the txinbox binary that runs the scale-out's serve
+// ServeBinary is the txinbox binary that runs the scale-out's serve
 // processes by default: this one.
-func serveBinary() string {
+func ServeBinary() string {
 	p, err := os.Executable()
 	if err != nil {
 		return "txinbox"
