@@ -1,6 +1,7 @@
 // Package stacktest holds what the tests of the examples in
 // examples/stacks share: the test database (internal/testdb: a skip
-// without one, a failure under TXINBOX_REQUIRE_DB=1 as in CI) and the two
+// without one, a failure under TXINBOX_REQUIRE_DB=1 as in CI; MariaDB
+// through internal/mysqltest, TXINBOX_REQUIRE_MYSQL=1) and the two
 // checks every example passes, on its own handler: a redelivered message
 // does not write twice, and a handler failing after its write rolls that
 // write back together with the inbox row.
@@ -15,9 +16,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/mysqltest"
 	"github.com/txinbox/txinbox/internal/pgdbtest"
 	"github.com/txinbox/txinbox/internal/testdb"
-	"github.com/txinbox/txinbox/store/pgdbstore"
+	"github.com/txinbox/txinbox/store"
 )
 
 // ID is the message id the examples process.
@@ -30,11 +32,33 @@ func Open(t testing.TB) *sql.DB {
 	return pgdbtest.Open(t, "pgx", testdb.NewSchema(t, testdb.Require(t)), 4)
 }
 
-// Invoices returns how many invoices rows message id has.
+// OpenMySQL returns a MariaDB (MySQL) database of the test's own through
+// mysqlstore.Open, closed and dropped at cleanup.
+func OpenMySQL(t testing.TB) *sql.DB {
+	t.Helper()
+	return mysqltest.Open(t, mysqltest.NewDatabase(t), 4)
+}
+
+// Invoices returns how many invoices rows message id has (read without a
+// placeholder, whose form differs between PostgreSQL and MySQL).
 func Invoices(t *testing.T, db *sql.DB, id string) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM invoices WHERE message_id = $1`, id).Scan(&n); err != nil {
+	rows, err := db.Query(`SELECT message_id FROM invoices`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var got string
+		if err := rows.Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == id {
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -42,7 +66,7 @@ func Invoices(t *testing.T, db *sql.DB, id string) int {
 
 // Process processes message ID with handler on driver and returns its
 // result.
-func Process(t *testing.T, driver *pgdbstore.Driver, handler txinbox.HandlerFunc[*sql.Tx]) txinbox.Result {
+func Process(t *testing.T, driver store.Driver[*sql.Tx], handler txinbox.HandlerFunc[*sql.Tx]) txinbox.Result {
 	t.Helper()
 	p, err := txinbox.NewProcessor(driver, txinbox.Config[*sql.Tx]{Scope: "stacktest", Handler: handler})
 	if err != nil {
@@ -63,7 +87,7 @@ var errAfterWrite = errors.New("stacktest: failing after the write")
 // failing after its write, it leaves no invoice and no inbox row (the
 // message then processes as new); a redelivery is a duplicate that does
 // not write again.
-func CheckHandler(t *testing.T, db *sql.DB, driver *pgdbstore.Driver, handler txinbox.HandlerFunc[*sql.Tx]) {
+func CheckHandler(t *testing.T, db *sql.DB, driver store.Driver[*sql.Tx], handler txinbox.HandlerFunc[*sql.Tx]) {
 	t.Helper()
 	failing := func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
 		if err := handler(ctx, tx, m); err != nil {
