@@ -3,36 +3,20 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
-	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/examples/stacks/internal/gormcheck"
 	"github.com/txinbox/txinbox/examples/stacks/internal/stacktest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
-}
+func TestMain(m *testing.M) { stacktest.VerifyMain(m) }
 
 // TestRun runs the program: processed, then duplicate, one invoice.
 func TestRun(t *testing.T) {
-	db := stacktest.Open(t)
-	var out strings.Builder
-	if err := run(context.Background(), db, &out); err != nil {
-		t.Fatal(err)
-	}
-	if want := "InvoiceIssued/42: processed\nInvoiceIssued/42: duplicate\n"; out.String() != want {
-		t.Fatalf("output %q, want %q", out.String(), want)
-	}
-	if n := stacktest.Invoices(t, db, stacktest.ID); n != 1 {
-		t.Fatalf("%d invoices, want 1", n)
-	}
+	stacktest.CheckRun(t, stacktest.Open(t), run)
 }
 
 // TestHandler: a failing handler rolls its GORM write back with the inbox
@@ -46,42 +30,6 @@ func TestHandler(t *testing.T) {
 	stacktest.CheckHandler(t, db, driver, handle)
 }
 
-// nested writes "outer", then "inner" and "undone" each in a
-// gdb.Transaction, the second failing, checks that gdb.Begin fails, then
-// returns last. It opens GORM with its default transaction on
-// (SkipDefaultTransaction false).
-func nested(last error) txinbox.HandlerFunc[*sql.Tx] {
-	return func(ctx context.Context, tx *sql.Tx, m *txinbox.Message) error {
-		gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: tx}), &gorm.Config{})
-		if err != nil {
-			return err
-		}
-		gdb = gdb.WithContext(ctx)
-		write := func(body string, then error) func(*gorm.DB) error {
-			return func(g *gorm.DB) error {
-				if err := g.Create(&Invoice{MessageID: m.ID, Body: body}).Error; err != nil {
-					return err
-				}
-				return then
-			}
-		}
-		errUndone := errors.New("undone")
-		if err := write("outer", nil)(gdb); err != nil {
-			return err
-		}
-		if err := gdb.Transaction(write("inner", nil)); err != nil {
-			return err
-		}
-		if err := gdb.Transaction(write("undone", errUndone)); !errors.Is(err, errUndone) {
-			return fmt.Errorf("nested transaction: %v, want %v", err, errUndone)
-		}
-		if err := gdb.Begin().Error; !errors.Is(err, gorm.ErrInvalidTransaction) {
-			return fmt.Errorf("gdb.Begin on a *sql.Tx: %v, want %v", err, gorm.ErrInvalidTransaction)
-		}
-		return last
-	}
-}
-
 // TestNestedTransaction: gdb.Transaction inside the handler is a SAVEPOINT
 // of the inbox's transaction (its writes roll back with the inbox row; its
 // failure undoes its own writes only), and GORM's default transaction is
@@ -92,22 +40,9 @@ func TestNestedTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := stacktest.Process(t, driver, nested(errors.New("after"))); r.Outcome != txinbox.Retry {
-		t.Fatalf("failing: outcome %v (%v), want retry", r.Outcome, r.Err)
-	}
-	if n := stacktest.Invoices(t, db, stacktest.ID); n != 0 {
-		t.Fatalf("failing: %d invoices, want 0", n)
-	}
-	if r := stacktest.Process(t, driver, nested(nil)); r.Outcome != txinbox.Processed {
-		t.Fatalf("outcome %v (%v), want processed", r.Outcome, r.Err)
-	}
-	var bodies string
-	if err := db.QueryRow(`SELECT string_agg(body, ',' ORDER BY id) FROM invoices`).Scan(&bodies); err != nil {
-		t.Fatal(err)
-	}
-	if bodies != "outer,inner" {
-		t.Fatalf("invoices %q, want \"outer,inner\"", bodies)
-	}
+	gormcheck.CheckNested(t, db, driver, func(tx *sql.Tx, cfg *gorm.Config) (*gorm.DB, error) {
+		return gorm.Open(postgres.New(postgres.Config{Conn: tx}), cfg)
+	})
 }
 
 // BenchmarkOpenOnTx is what the handler's gorm.Open costs per message

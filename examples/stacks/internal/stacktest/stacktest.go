@@ -11,7 +11,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
+	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
@@ -108,5 +112,27 @@ func CheckHandler(t *testing.T, db *sql.DB, driver store.Driver[*sql.Tx], handle
 	}
 	if n := Invoices(t, db, ID); n != 1 {
 		t.Fatalf("after a delivery and a redelivery: %d invoices, want 1", n)
+	}
+}
+
+// VerifyMain runs the tests, then fails if a goroutine is left running
+// (database/sql's connection opener of a closed *sql.DB aside).
+func VerifyMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+}
+
+// CheckRun runs an example's program on db: message ID processed, then a
+// duplicate, and one invoice.
+func CheckRun(t *testing.T, db *sql.DB, run func(context.Context, *sql.DB, io.Writer) error) {
+	t.Helper()
+	var out strings.Builder
+	if err := run(context.Background(), db, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := ID + ": processed\n" + ID + ": duplicate\n"; out.String() != want {
+		t.Fatalf("output %q, want %q", out.String(), want)
+	}
+	if n := Invoices(t, db, ID); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
 	}
 }
