@@ -346,12 +346,37 @@ func SQLTxExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) err
 	return err
 }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers and takes writes: a PostgreSQL
+// standby in recovery (a URL that reached the standby, without
+// target_session_attrs=read-write, or a primary demoted behind a stale
+// address) and a MySQL server with read_only on answer every query but
+// fail every batch, so serve's /readyz must not call them ready.
 func (db *InboxDB) Ping(ctx context.Context) error {
-	if db.PG != nil {
-		return db.PG.Pool().Ping(ctx)
+	var readOnly bool
+	var err error
+	switch {
+	case db.PG != nil:
+		err = db.PG.Pool().QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&readOnly)
+	case db.Kind == "postgres":
+		err = db.sqlDB.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&readOnly)
+	case db.Kind == "mysql":
+		err = db.sqlDB.QueryRowContext(ctx, "SELECT @@read_only").Scan(&readOnly)
+	default:
+		return db.sqlDB.PingContext(ctx)
 	}
-	return db.sqlDB.PingContext(ctx)
+	if err == nil && readOnly {
+		err = db.readOnlyError()
+	}
+	return err
+}
+
+// readOnlyError names why a server that answers takes no writes.
+func (db *InboxDB) readOnlyError() error {
+	if db.Kind == "mysql" {
+		return errors.New("the server is read-only (read_only=ON: a replica?): point --db at the primary")
+	}
+	return errors.New("the server is a standby in recovery (read-only): point --db at the primary, " +
+		"or list every host in the URL with target_session_attrs=read-write")
 }
 
 // OpenMigrated opens the database like OpenDB for a command that only reads
