@@ -171,6 +171,11 @@ type Endpoint struct {
 	Handler http.Handler
 	// Scope is the inbox scope its processor writes. Defaults to Name.
 	Scope string
+	// Scopes are the inbox scopes it writes when it writes more than one
+	// (an HTTP inbox's routes, each in a scope of its own, e.g.
+	// "ingest:github"): each is purged at Retention. Set, it replaces
+	// Scope there.
+	Scopes []string
 	// RetryWindow is how long senders may send a message again (the AS4
 	// partners' retry window): the retention check's horizon of the
 	// endpoint. Defaults to none: not checked.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,6 +110,20 @@ func TestPurgeScopesOnlyWhenRetentionsDiffer(t *testing.T) {
 	got = srv.PurgeScopes()
 	if len(got) != 1 || got[0] != (purge.ScopeRetention{Scope: "kafka", Retention: 60 * day}) {
 		t.Errorf("kafka at 60d and amqp into the same scope at 10d: %+v, want kafka 60d once", got)
+	}
+	// An endpoint writing a scope per route (serve's ingress): each
+	// route's scope is purged, at the default retention here.
+	ingress := Endpoint{Name: "ingress", Listen: "127.0.0.1:0", Handler: http.NotFoundHandler(), Scope: "ingest",
+		Scopes: []string{"ingest:github", "ingest:stripe"}}
+	srv, err = New(Config{Retention: Retention{Keep: 30 * day}, Sources: []Source{src("kafka", 60*day)}, Endpoints: []Endpoint{ingress}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = srv.PurgeScopes()
+	want = []purge.ScopeRetention{{Scope: "ingest:github", Retention: 30 * day}, {Scope: "ingest:stripe", Retention: 30 * day},
+		{Scope: "kafka", Retention: 60 * day}}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("ingress routes beside kafka at 60d: %+v, want %+v", got, want)
 	}
 }
 

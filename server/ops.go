@@ -245,7 +245,12 @@ func (s *Server) scopeRetentions() []purge.ScopeRetention {
 		out = append(out, purge.ScopeRetention{Scope: scope, Retention: d})
 	}
 	for _, e := range s.cfg.Endpoints {
-		keep(e.Scope, e.Retention)
+		if len(e.Scopes) == 0 {
+			keep(e.Scope, e.Retention)
+		}
+		for _, scope := range e.Scopes {
+			keep(scope, e.Retention)
+		}
 	}
 	for _, src := range s.cfg.Sources {
 		keep(src.Scope, src.Retention)

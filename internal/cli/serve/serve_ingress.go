@@ -232,7 +232,9 @@ func addIngress[TTx any](srv *server.Server, o *serveOptions, env *clikit.Env, d
 		return nil, err
 	}
 	mux := http.NewServeMux()
+	var scopes []string
 	for _, r := range o.Ingress {
+		scopes = append(scopes, IngressScope+":"+r.name)
 		v, err := r.verifier(env.Getenv)
 		if err == nil {
 			var h http.Handler
@@ -245,7 +247,7 @@ func addIngress[TTx any](srv *server.Server, o *serveOptions, env *clikit.Env, d
 			return nil, err
 		}
 	}
-	err = srv.AddEndpoint(server.Endpoint{Name: "ingress", Listen: o.IngressListen, Path: "/ingest/", Handler: mux, Scope: IngressScope,
+	err = srv.AddEndpoint(server.Endpoint{Name: "ingress", Listen: o.IngressListen, Path: "/ingest/", Handler: mux, Scope: IngressScope, Scopes: scopes,
 		ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout,
 		Front: o.front(o.IngressMaxBody)})
 	if err != nil {
