@@ -7,10 +7,10 @@ package pgdbtest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 
+	"github.com/txinbox/txinbox/internal/sqlharness"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgdbstore"
@@ -52,7 +52,7 @@ func Harness(name, driverName string, partitioned bool) storetest.Harness[*sql.T
 	if partitioned {
 		effect = "" // no declarative effect on the partitioned layout
 	}
-	return storetest.Harness[*sql.Tx]{
+	return sqlharness.Fill(storetest.Harness[*sql.Tx]{
 		Name:            name,
 		EffectStatement: effect,
 		New: func(t *testing.T) (store.Driver[*sql.Tx], string) {
@@ -78,48 +78,6 @@ func Harness(name, driverName string, partitioned bool) storetest.Harness[*sql.T
 			d, err := pgdbstore.New(db, pgdbstore.Options{Schema: schema})
 			return d, func() { db.Close() }, err
 		},
-		InsertEffect: func(ctx context.Context, tx *sql.Tx, scope, id string) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO effects (scope, message_id) VALUES ($1, $2)", scope, id)
-			return err
-		},
-		Effects: func(t *testing.T, d store.Driver[*sql.Tx]) map[string]int {
-			rows, err := d.(*pgdbstore.Driver).DB().Query("SELECT scope || '/' || message_id, count(*) FROM effects GROUP BY 1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			out := map[string]int{}
-			for rows.Next() {
-				var k string
-				var n int
-				if err := rows.Scan(&k, &n); err != nil {
-					t.Fatal(err)
-				}
-				out[k] = n
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		},
-		Exec: func(ctx context.Context, tx *sql.Tx, query string) error {
-			_, err := tx.ExecContext(ctx, query)
-			return err
-		},
-		Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
-		Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		SlowQuery: "SELECT pg_sleep(5)",
-		InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
-			pd := d.(*pgdbstore.Driver)
-			var h []byte
-			err := pd.DB().QueryRow(pd.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = $1 AND message_id = $2"), scope, id).Scan(&h)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		},
-	}
+	}, sqlharness.Dialect{Param: sqlharness.Dollar, Key: "scope || '/' || message_id"})
 }
