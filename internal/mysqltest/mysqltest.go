@@ -1,5 +1,5 @@
 // Package mysqltest gives tests a real MySQL or MariaDB: the URL from
-// TXINBOX_MYSQL_URL, else the server .ci/start-mariadb starts, if it
+// TXINBOX_TEST_MYSQL_URL (else TXINBOX_MYSQL_URL, its older name), else the server .ci/start-mariadb starts, if it
 // answers. Each test gets a database of its own, dropped at cleanup, and
 // a skip with the reason when no server answers, except under
 // TXINBOX_REQUIRE_MYSQL=1 or CI=true (set by .ci/run), where a missing
@@ -12,12 +12,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/txinbox/txinbox/internal/sqlharness"
+	"github.com/txinbox/txinbox/internal/testkit"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/storetest"
@@ -26,9 +26,13 @@ import (
 // DefaultURL is the server that .ci/start-mariadb starts.
 const DefaultURL = "mysql://root@127.0.0.1:33306/txinbox"
 
-// URL returns TXINBOX_MYSQL_URL, else DefaultURL.
+// Env names the test server's URL.
+const Env = "TXINBOX_TEST_MYSQL_URL"
+
+// URL returns Env (else TXINBOX_MYSQL_URL, its older name, read until
+// every branch uses the new one), else DefaultURL.
 func URL() string {
-	if u := os.Getenv("TXINBOX_MYSQL_URL"); u != "" {
+	if u := testkit.Getenv(Env, "TXINBOX_MYSQL_URL"); u != "" {
 		return u
 	}
 	return DefaultURL
@@ -46,11 +50,7 @@ func Require(t testing.TB) string {
 		db.Close()
 	}
 	if err != nil {
-		msg := "no MySQL or MariaDB (run .ci/start-mariadb or set TXINBOX_MYSQL_URL): " + URL() + ": " + err.Error()
-		if os.Getenv("TXINBOX_REQUIRE_MYSQL") == "1" || os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Unavailable(t, "TXINBOX_REQUIRE_MYSQL", "no MySQL or MariaDB (run .ci/start-mariadb or set "+Env+"): "+URL()+": "+err.Error())
 	}
 	return URL()
 }

@@ -104,7 +104,7 @@ func TestCheckPoolerOthers(t *testing.T) {
 func TestCheckPoolerExecMode(t *testing.T) {
 	u := strings.Replace(testdb.RequirePgBouncer(t), "default_query_exec_mode=cache_describe", "default_query_exec_mode=cache_statement", 1)
 	if !strings.Contains(u, "cache_statement") {
-		t.Skip("TXINBOX_PGBOUNCER_URL names no default_query_exec_mode=cache_describe")
+		t.Skip("TXINBOX_TEST_PGBOUNCER_URL names no default_query_exec_mode=cache_describe")
 	}
 	d, err := pgdbstore.New(openBouncer(t, u), pgdbstore.Options{NoReadOnlyGuard: true})
 	if err != nil {
