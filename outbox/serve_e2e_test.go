@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/internal/testdb"
 )
 
@@ -65,10 +65,7 @@ func TestServeOutboxToHTTPOnPostgreSQL(t *testing.T) {
 		t.Skip("-short: builds the txinbox binary")
 	}
 	admin := testdb.Require(t)
-	amqpURL := os.Getenv("TXINBOX_AMQP_URL")
-	if amqpURL == "" {
-		t.Skip("TXINBOX_AMQP_URL is not set: RabbitMQ is needed")
-	}
+	amqpURL := amqptest.Require(t)
 	schema := testdb.NewSchema(t, admin)
 	queue := "outbox-e2e-" + schema
 	body := []byte("UNA:+.? '\x00\xff binary payload\r\n")

@@ -1,5 +1,5 @@
 // Package mysqltest gives tests a real MySQL or MariaDB: the URL from
-// TXINBOX_MYSQL_URL, else the server .ci/start-mariadb starts, if it
+// TXINBOX_TEST_MYSQL_URL (else TXINBOX_MYSQL_URL, its older name), else the server .ci/start-mariadb starts, if it
 // answers. Each test gets a database of its own, dropped at cleanup, and
 // a skip with the reason when no server answers, except under
 // TXINBOX_REQUIRE_MYSQL=1 or CI=true (set by .ci/run), where a missing
@@ -12,12 +12,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/txinbox/txinbox/internal/sqlharness"
+	"github.com/txinbox/txinbox/internal/testkit"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/storetest"
@@ -26,9 +26,13 @@ import (
 // DefaultURL is the server that .ci/start-mariadb starts.
 const DefaultURL = "mysql://root@127.0.0.1:33306/txinbox"
 
-// URL returns TXINBOX_MYSQL_URL, else DefaultURL.
+// Env names the test server's URL.
+const Env = "TXINBOX_TEST_MYSQL_URL"
+
+// URL returns Env (else TXINBOX_MYSQL_URL, its older name, read until
+// every branch uses the new one), else DefaultURL.
 func URL() string {
-	if u := os.Getenv("TXINBOX_MYSQL_URL"); u != "" {
+	if u := testkit.Getenv(Env, "TXINBOX_MYSQL_URL"); u != "" {
 		return u
 	}
 	return DefaultURL
@@ -46,11 +50,7 @@ func Require(t testing.TB) string {
 		db.Close()
 	}
 	if err != nil {
-		msg := "no MySQL or MariaDB (run .ci/start-mariadb or set TXINBOX_MYSQL_URL): " + URL() + ": " + err.Error()
-		if os.Getenv("TXINBOX_REQUIRE_MYSQL") == "1" || os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Unavailable(t, "TXINBOX_REQUIRE_MYSQL", "no MySQL or MariaDB (run .ci/start-mariadb or set "+Env+"): "+URL()+": "+err.Error())
 	}
 	return URL()
 }
@@ -107,7 +107,7 @@ func Open(t testing.TB, url string, maxConns int) *sql.DB {
 
 // Harness is the suite's harness on the MySQL store.
 func Harness(name string) storetest.Harness[*sql.Tx] {
-	return storetest.Harness[*sql.Tx]{
+	return sqlharness.Fill(storetest.Harness[*sql.Tx]{
 		Name: name,
 		New: func(t *testing.T) (store.Driver[*sql.Tx], string) {
 			url := NewDatabase(t)
@@ -132,48 +132,6 @@ func Harness(name string) storetest.Harness[*sql.Tx] {
 			d, err := mysqlstore.New(db, mysqlstore.Options{})
 			return d, func() { db.Close() }, err
 		},
-		InsertEffect: func(ctx context.Context, tx *sql.Tx, scope, id string) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO effects (scope, message_id) VALUES (?, ?)", scope, id)
-			return err
-		},
-		Effects: func(t *testing.T, d store.Driver[*sql.Tx]) map[string]int {
-			rows, err := d.(*mysqlstore.Driver).DB().Query("SELECT CONCAT(scope, '/', message_id), count(*) FROM effects GROUP BY 1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			out := map[string]int{}
-			for rows.Next() {
-				var k string
-				var n int
-				if err := rows.Scan(&k, &n); err != nil {
-					t.Fatal(err)
-				}
-				out[k] = n
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		},
-		Exec: func(ctx context.Context, tx *sql.Tx, query string) error {
-			_, err := tx.ExecContext(ctx, query)
-			return err
-		},
-		Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
-		Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		SlowQuery: "SELECT SLEEP(5)",
-		InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
-			md := d.(*mysqlstore.Driver)
-			var h []byte
-			err := md.DB().QueryRow(md.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = ? AND message_id = ?"), scope, id).Scan(&h)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		},
-	}
+	}, sqlharness.Dialect{Param: sqlharness.Question, Key: "CONCAT(scope, '/', message_id)"})
 }

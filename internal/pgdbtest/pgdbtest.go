@@ -7,10 +7,10 @@ package pgdbtest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 
+	"github.com/txinbox/txinbox/internal/sqlharness"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/pgdbstore"
@@ -52,7 +52,7 @@ func Harness(name, driverName string, partitioned bool) storetest.Harness[*sql.T
 	if partitioned {
 		effect = "" // no declarative effect on the partitioned layout
 	}
-	return storetest.Harness[*sql.Tx]{
+	return sqlharness.Fill(storetest.Harness[*sql.Tx]{
 		Name:            name,
 		EffectStatement: effect,
 		New: func(t *testing.T) (store.Driver[*sql.Tx], string) {
@@ -70,56 +70,64 @@ func Harness(name, driverName string, partitioned bool) storetest.Harness[*sql.T
 			}
 			return d, schema
 		},
-		Open: func(ctx context.Context, schema string) (store.Driver[*sql.Tx], func(), error) {
-			db, err := sql.Open(driverName, URL(schema))
+		Open: func(ctx context.Context, desc string) (store.Driver[*sql.Tx], func(), error) {
+			url, opts := openDesc(desc)
+			db, err := sql.Open(driverName, url)
 			if err != nil {
 				return nil, nil, err
 			}
-			d, err := pgdbstore.New(db, pgdbstore.Options{Schema: schema})
+			d, err := pgdbstore.New(db, opts)
 			return d, func() { db.Close() }, err
 		},
-		InsertEffect: func(ctx context.Context, tx *sql.Tx, scope, id string) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO effects (scope, message_id) VALUES ($1, $2)", scope, id)
-			return err
-		},
-		Effects: func(t *testing.T, d store.Driver[*sql.Tx]) map[string]int {
-			rows, err := d.(*pgdbstore.Driver).DB().Query("SELECT scope || '/' || message_id, count(*) FROM effects GROUP BY 1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			out := map[string]int{}
-			for rows.Next() {
-				var k string
-				var n int
-				if err := rows.Scan(&k, &n); err != nil {
-					t.Fatal(err)
-				}
-				out[k] = n
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		},
-		Exec: func(ctx context.Context, tx *sql.Tx, query string) error {
-			_, err := tx.ExecContext(ctx, query)
-			return err
-		},
-		Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
-		Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		SlowQuery: "SELECT pg_sleep(5)",
-		InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
-			pd := d.(*pgdbstore.Driver)
-			var h []byte
-			err := pd.DB().QueryRow(pd.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = $1 AND message_id = $2"), scope, id).Scan(&h)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		},
+	}, sqlharness.Dialect{Param: sqlharness.Dollar, Key: "scope || '/' || message_id"})
+}
+
+// openDesc is the URL and options that a child process opens the inbox of
+// desc with: a schema name (Harness), or a pooler's URL followed by
+// "|guard" or "|noguard" (BouncerHarness).
+func openDesc(desc string) (string, pgdbstore.Options) {
+	if !strings.Contains(desc, "://") {
+		return URL(desc), pgdbstore.Options{Schema: desc}
 	}
+	url, guard, _ := strings.Cut(desc, "|")
+	return url, pgdbstore.Options{NoReadOnlyGuard: guard == "noguard"}
+}
+
+// BouncerHarness is Harness (not partitioned) through the PgBouncer at
+// bouncerURL: each test migrates a database of its own, reached through
+// the pooler by its name (the pooler refuses the search_path startup
+// parameter of a schema per test), and the children open the same URL.
+// guard false sets Options.NoReadOnlyGuard, as a transaction pooler
+// demands (CheckPooler refuses the guard there), and with it
+// WritesAfterSQLEnd: nothing then stops a handler's writes after its own
+// SQL COMMIT or ROLLBACK.
+func BouncerHarness(name, driverName, bouncerURL string, guard bool) storetest.Harness[*sql.Tx] {
+	h := Harness(name, driverName, false)
+	h.WritesAfterSQLEnd = !guard
+	h.New = func(t *testing.T) (store.Driver[*sql.Tx], string) {
+		desc := testdb.WithDatabase(t, bouncerURL, testdb.NewDatabase(t, testdb.Require(t))) + "|noguard"
+		if guard {
+			desc = strings.TrimSuffix(desc, "|noguard") + "|guard"
+		}
+		url, opts := openDesc(desc)
+		db, err := sql.Open(driverName, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(16)
+		t.Cleanup(func() { db.Close() })
+		if _, err := db.Exec("CREATE TABLE effects (scope text NOT NULL, message_id text NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := pgdbstore.New(db, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return d, desc
+	}
+	return h
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/txinbox/txinbox/internal/testkit"
 )
 
 // DefaultPGBin is where Debian's postgresql-15 package puts the server
@@ -40,7 +41,7 @@ type Cluster struct {
 // StartCluster initializes and starts a cluster on a free loopback port
 // (fsync off), with its data directory under t.TempDir(), and stops it (immediate mode)
 // at cleanup. It skips the test when the binaries, su or the postgres user
-// are missing, except under TXINBOX_REQUIRE_DB=1, where it fails.
+// are missing, except under TXINBOX_REQUIRE_DB=1 or CI=true, where it fails.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	c := newCluster(t, func(c *Cluster, dir string) error {
@@ -57,7 +58,7 @@ func StartCluster(t testing.TB) *Cluster {
 // filled by create (initdb, or a base backup), and stops it (immediate
 // mode) at cleanup, showing its log when the test failed. It skips the
 // test when the binaries, su or the postgres user are missing, except
-// under TXINBOX_REQUIRE_DB=1, where it fails.
+// under TXINBOX_REQUIRE_DB=1 or CI=true, where it fails.
 func newCluster(t testing.TB, create func(c *Cluster, dir string) error) *Cluster {
 	t.Helper()
 	dir := t.TempDir()
@@ -68,10 +69,7 @@ func newCluster(t testing.TB, create func(c *Cluster, dir string) error) *Cluste
 	var u *unavailableError
 	if errors.As(err, &u) {
 		msg := "private PostgreSQL cluster unavailable: " + err.Error()
-		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Unavailable(t, "TXINBOX_REQUIRE_DB", msg)
 	}
 	if err != nil {
 		t.Fatal(err)

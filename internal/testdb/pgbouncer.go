@@ -2,32 +2,37 @@ package testdb
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/txinbox/txinbox/internal/testkit"
 )
 
-// RequirePgBouncer returns TXINBOX_PGBOUNCER_URL, the URL of a PgBouncer in
-// transaction pooling in front of the test database (.ci/start-pgbouncer
-// prints it), once it answers. Without it the test skips, naming the
-// variable; under TXINBOX_REQUIRE_PGBOUNCER=1 or CI=true it fails instead.
+// RequirePgBouncer returns TXINBOX_TEST_PGBOUNCER_URL, the URL of a
+// PgBouncer in transaction pooling in front of the test database
+// (.ci/start-pgbouncer prints it), once it answers. Without it the test
+// skips, naming the variable; under TXINBOX_REQUIRE_PGBOUNCER=1 or CI=true
+// it fails instead. TXINBOX_PGBOUNCER_URL, its older name, is read when it
+// is unset, until every branch uses the new one.
 func RequirePgBouncer(t testing.TB) string {
 	t.Helper()
-	return requireBouncer(t, "TXINBOX_PGBOUNCER_URL")
+	return requireBouncer(t, "TXINBOX_TEST_PGBOUNCER_URL", "TXINBOX_PGBOUNCER_URL")
 }
 
 // RequirePgBouncerSession is RequirePgBouncer for
-// TXINBOX_PGBOUNCER_SESSION_URL, a PgBouncer in session pooling in front
+// TXINBOX_TEST_PGBOUNCER_SESSION_URL (older name
+// TXINBOX_PGBOUNCER_SESSION_URL), a PgBouncer in session pooling in front
 // of the test database (.ci/start-pgbouncer starts it on the port after
 // the transaction pool's, and .ci/run exports its URL).
 func RequirePgBouncerSession(t testing.TB) string {
 	t.Helper()
-	return requireBouncer(t, "TXINBOX_PGBOUNCER_SESSION_URL")
+	return requireBouncer(t, "TXINBOX_TEST_PGBOUNCER_SESSION_URL", "TXINBOX_PGBOUNCER_SESSION_URL")
 }
 
-func requireBouncer(t testing.TB, env string) string {
+// requireBouncer is the PgBouncer whose URL env (else old) names.
+func requireBouncer(t testing.TB, env, old string) string {
 	t.Helper()
-	u := os.Getenv(env)
+	u := testkit.Getenv(env, old)
 	msg := "no PgBouncer: set " + env + " (run .ci/start-pgbouncer)"
 	if u != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -38,9 +43,6 @@ func requireBouncer(t testing.TB, env string) string {
 		}
 		msg = "no PgBouncer at " + env + ": " + u + ": " + err.Error()
 	}
-	if os.Getenv("TXINBOX_REQUIRE_PGBOUNCER") == "1" || os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testkit.Unavailable(t, "TXINBOX_REQUIRE_PGBOUNCER", msg)
 	return ""
 }

@@ -4,7 +4,8 @@
 // share, started from the PostgreSQL server binaries when they are
 // installed (see shared.go). Each test gets a fresh schema, and a skip
 // with the reason when no server can be had, except under
-// TXINBOX_REQUIRE_DB=1 (set by CI), where a missing server fails the test.
+// TXINBOX_REQUIRE_DB=1 or CI=true (.ci/run sets both), where a missing
+// server fails the test.
 package testdb
 
 import (
@@ -20,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/txinbox/txinbox/internal/testkit"
 )
 
 // DefaultURL is the cluster that .ci/start-postgres starts.
@@ -57,7 +59,7 @@ func URL() string {
 }
 
 // Require returns a pool on the test database, or skips (fails under
-// TXINBOX_REQUIRE_DB=1) when none answers.
+// TXINBOX_REQUIRE_DB=1 or CI=true) when none answers.
 func Require(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -75,10 +77,7 @@ func Require(t testing.TB) *pgxpool.Pool {
 			msg += "no throwaway cluster: " + resolved.noShared.Error() + "; "
 		}
 		msg += URL() + ": " + err.Error()
-		if os.Getenv("TXINBOX_REQUIRE_DB") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.Unavailable(t, "TXINBOX_REQUIRE_DB", msg)
 	}
 	t.Cleanup(pool.Close)
 	return pool

@@ -15,6 +15,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/internal/runtest"
@@ -53,7 +54,7 @@ type queueFixture struct {
 
 func newQueueFixture(t *testing.T) *queueFixture {
 	t.Helper()
-	requireRabbitMQ(t)
+	amqptest.Require(t)
 	admin := testdb.Require(t)
 	pool := testdb.PoolIn(t, testdb.NewSchema(t, admin), 4)
 	d, err := pgstore.New(pool, pgstore.Options{})

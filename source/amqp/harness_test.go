@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -15,40 +14,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/sourcetest"
 	"github.com/txinbox/txinbox/store"
 )
-
-// brokerURL is the RabbitMQ the tests use: TXINBOX_AMQP_URL, or the one
-// .ci/start-rabbitmq starts.
-func brokerURL() string {
-	if u := os.Getenv("TXINBOX_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-// requireRabbitMQ skips the test when no broker answers, or fails it under
-// TXINBOX_REQUIRE_RABBITMQ=1 (set by CI).
-func requireRabbitMQ(t *testing.T) {
-	t.Helper()
-	conn, err := amqp091.DialConfig(brokerURL(), amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
-	if err == nil {
-		conn.Close()
-		return
-	}
-	shown := "(an unparsable URL)"
-	if u, perr := url.Parse(brokerURL()); perr == nil {
-		shown = u.Redacted()
-	}
-	msg := "RabbitMQ not reachable at " + shown + " (set TXINBOX_AMQP_URL or run .ci/start-rabbitmq): " + err.Error()
-	if os.Getenv("TXINBOX_REQUIRE_RABBITMQ") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
 
 func TestMain(m *testing.M) {
 	sourcetest.RunChild(harness(true))
@@ -70,7 +41,7 @@ func harness(quorum bool) sourcetest.Harness {
 }
 
 func TestConformance(t *testing.T) {
-	requireRabbitMQ(t)
+	amqptest.Require(t)
 	t.Run("quorum", func(t *testing.T) { sourcetest.Run(t, harness(true)) })
 	t.Run("classic", func(t *testing.T) { sourcetest.Run(t, harness(false)) })
 }
@@ -95,7 +66,7 @@ func randomName(prefix string) string {
 
 func newBroker(t *testing.T, quorum bool) (sourcetest.Broker, string) {
 	t.Helper()
-	b := &broker{Direct: brokerURL(), Queue: randomName("sourcetest-")}
+	b := &broker{Direct: amqptest.URL(), Queue: randomName("sourcetest-")}
 	u, err := url.Parse(b.Direct)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +217,7 @@ func (b *broker) DeadLetters(context.Context) ([][]byte, error) {
 // crash tests SIGKILL consumer processes whose connections the pooler
 // holds.
 func TestConformanceBehindPgBouncer(t *testing.T) {
-	requireRabbitMQ(t)
+	amqptest.Require(t)
 	for mode, url := range map[string]string{"transaction": testdb.RequirePgBouncer(t), "session": testdb.RequirePgBouncerSession(t)} {
 		t.Run(mode, func(t *testing.T) {
 			h := harness(true)

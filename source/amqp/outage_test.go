@@ -7,6 +7,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/source/internal/runtest"
 )
 
@@ -18,7 +19,7 @@ import (
 // backoff's 30 s ceiling).
 func TestCatchesUpSoonAfterADatabaseOutage(t *testing.T) {
 	t.Parallel()
-	requireRabbitMQ(t)
+	amqptest.Require(t)
 	o := runtest.NewOutage(t)
 	b, _ := newBroker(t, true)
 	f := &queueFixture{t: t, b: b.(*broker), pool: o.Pool, driver: o.Driver}

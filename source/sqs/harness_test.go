@@ -26,8 +26,9 @@ import (
 
 // envEndpoint points the tests at a real SQS endpoint (credentials and
 // region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
-// and AWS_REGION) instead of the in-process fake.
-const envEndpoint = "TXINBOX_SQS_ENDPOINT"
+// and AWS_REGION) instead of the in-process fake. Not TXINBOX_SQS_ENDPOINT:
+// txinbox serve reads that as --sqs-endpoint.
+const envEndpoint = "TXINBOX_TEST_SQS_ENDPOINT"
 
 // fake is the test process's SQS fake (parent only, without envEndpoint).
 var fake *sqsfake.Server

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 var harness = mysqltest.Harness("mysqlstore")
 
 // TestConformance runs the suite on MariaDB (or the MySQL of
-// TXINBOX_MYSQL_URL).
+// TXINBOX_TEST_MYSQL_URL).
 func TestConformance(t *testing.T) {
 	storetest.Run(t, harness)
 }

@@ -58,7 +58,7 @@ func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
 		err = refuseConfig(c1)
 	}
 	if err == nil && p.Transaction && !d.opts.NoReadOnlyGuard {
-		err = &PoolerError{Setting: "the read-only guard (txinbox_readonly_guard=on, pgdbstore.Options.NoReadOnlyGuard false: the default)",
+		err = &PoolerError{Store: "pgdbstore", Setting: "the read-only guard (txinbox_readonly_guard=on, pgdbstore.Options.NoReadOnlyGuard false: the default)",
 			Why: "it sets default_transaction_read_only on the session before each batch's BEGIN, and the pooler hands that " +
 				"server connection to other clients, whose transactions then run read-only (SQLSTATE 25006)",
 			Fix: "turn it off: pgdbstore.Options.NoReadOnlyGuard = true (txinbox_readonly_guard=off in txinbox's URL)"}
@@ -74,7 +74,7 @@ func refuseConfig(c *sql.Conn) error {
 	var err error
 	_ = c.Raw(func(dc any) error {
 		if pc, is := dc.(interface{ Conn() *pgx.Conn }); is {
-			err = topology.Refuse(pc.Conn().Config())
+			err = topology.Refuse(pc.Conn().Config(), "pgdbstore")
 		}
 		return nil
 	})

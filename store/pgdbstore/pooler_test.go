@@ -41,9 +41,9 @@ func TestCheckPoolerTransactionPool(t *testing.T) {
 		t.Errorf("CheckPooler = %+v; want a transaction pooler", p)
 	}
 	var pe *pgdbstore.PoolerError
-	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "txinbox_readonly_guard=off") ||
+	if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), "pgdbstore: ") || !strings.Contains(err.Error(), "txinbox_readonly_guard=off") ||
 		!strings.Contains(err.Error(), "Options.NoReadOnlyGuard") {
-		t.Fatalf("CheckPooler error = %v; want a *PoolerError naming txinbox_readonly_guard=off and Options.NoReadOnlyGuard", err)
+		t.Fatalf("CheckPooler error = %v; want a *PoolerError from pgdbstore naming txinbox_readonly_guard=off and Options.NoReadOnlyGuard", err)
 	}
 	if err := d.Migrate(ctx); !errors.As(err, &pe) {
 		t.Fatalf("Migrate = %v; want the *PoolerError", err)
@@ -104,14 +104,15 @@ func TestCheckPoolerOthers(t *testing.T) {
 func TestCheckPoolerExecMode(t *testing.T) {
 	u := strings.Replace(testdb.RequirePgBouncer(t), "default_query_exec_mode=cache_describe", "default_query_exec_mode=cache_statement", 1)
 	if !strings.Contains(u, "cache_statement") {
-		t.Skip("TXINBOX_PGBOUNCER_URL names no default_query_exec_mode=cache_describe")
+		t.Skip("TXINBOX_TEST_PGBOUNCER_URL names no default_query_exec_mode=cache_describe")
 	}
 	d, err := pgdbstore.New(openBouncer(t, u), pgdbstore.Options{NoReadOnlyGuard: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pe *pgdbstore.PoolerError
-	if _, err := d.CheckPooler(context.Background()); !errors.As(err, &pe) || !strings.Contains(pe.Setting, "cache_statement") {
-		t.Fatalf("CheckPooler = %v; want a *PoolerError naming cache_statement", err)
+	if _, err := d.CheckPooler(context.Background()); !errors.As(err, &pe) || !strings.Contains(pe.Setting, "cache_statement") ||
+		!strings.HasPrefix(err.Error(), "pgdbstore: ") {
+		t.Fatalf("CheckPooler = %v; want a *PoolerError from pgdbstore naming cache_statement", err)
 	}
 }

@@ -84,8 +84,8 @@ func TestCheckPooler(t *testing.T) {
 					if mode == "" {
 						name = "default_query_exec_mode=cache_statement (pgx's default)"
 					}
-					if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "use cache_describe or exec") {
-						t.Errorf("the refusal %q does not name %s and the fix", err, name)
+					if !strings.HasPrefix(err.Error(), "pgstore: ") || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "use cache_describe or exec") {
+						t.Errorf("the refusal %q does not name pgstore, %s and the fix", err, name)
 					}
 				case err != nil:
 					t.Fatalf("refused: %v", err)

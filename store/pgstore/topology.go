@@ -36,7 +36,7 @@ type PoolerError = topology.PoolerError
 // must use no more of a session than txinbox does (docs/operations.md,
 // "Behind PgBouncer").
 func (d *Driver) CheckPooler(ctx context.Context) (Pooling, error) {
-	return topology.Check(ctx, d.pool)
+	return topology.Check(ctx, d.pool, "pgstore")
 }
 
 var _ store.DurabilityReader = (*Driver)(nil)

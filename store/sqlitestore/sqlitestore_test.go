@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/txinbox/txinbox/internal/sqlharness"
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 	"github.com/txinbox/txinbox/store/storetest"
@@ -30,7 +31,7 @@ func open(ctx context.Context, path string) (*sqlitestore.Driver, error) {
 	return d, nil
 }
 
-var harness = storetest.Harness[*sql.Tx]{
+var harness = sqlharness.Fill(storetest.Harness[*sql.Tx]{
 	Name: "sqlitestore",
 	New: func(t *testing.T) (store.Driver[*sql.Tx], string) {
 		path := filepath.Join(t.TempDir(), "inbox.db")
@@ -51,47 +52,8 @@ var harness = storetest.Harness[*sql.Tx]{
 		}
 		return d, func() { d.Close() }, nil
 	},
-	InsertEffect: func(ctx context.Context, tx *sql.Tx, scope, id string) error {
-		_, err := tx.ExecContext(ctx, "INSERT INTO effects (scope, message_id) VALUES (?, ?)", scope, id)
-		return err
-	},
-	Effects: func(t *testing.T, d store.Driver[*sql.Tx]) map[string]int {
-		rows, err := d.(*sqlitestore.Driver).DB().Query("SELECT scope || '/' || message_id, count(*) FROM effects GROUP BY 1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]int{}
-		for rows.Next() {
-			var k string
-			var n int
-			if err := rows.Scan(&k, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[k] = n
-		}
-		return out
-	},
-	Exec: func(ctx context.Context, tx *sql.Tx, query string) error {
-		_, err := tx.ExecContext(ctx, query)
-		return err
-	},
-	Commit:    func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
-	Rollback:  func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 	SlowQuery: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
-	InboxPayloadHash: func(t *testing.T, d store.Driver[*sql.Tx], scope, id string) []byte {
-		sd := d.(*sqlitestore.Driver)
-		var h []byte
-		err := sd.DB().QueryRow(sd.Tables().Expand("SELECT payload_hash FROM {inbox} WHERE scope = ? AND message_id = ?"), scope, id).Scan(&h)
-		if err == sql.ErrNoRows {
-			return nil
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	},
-}
+}, sqlharness.Dialect{Param: sqlharness.Question, Key: "scope || '/' || message_id"})
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, harness)

@@ -49,4 +49,11 @@ type Harness[TTx any] struct {
 	// SlowQuery is a statement that runs for seconds, for a handler that
 	// bounds it with a short deadline of its own.
 	SlowQuery string
+	// WritesAfterSQLEnd says that the store cannot stop a handler that
+	// ends its transaction with COMMIT or ROLLBACK as SQL and goes on
+	// writing: those writes commit alone, in autocommit mode (pgdbstore
+	// with Options.NoReadOnlyGuard, as behind a transaction pooler). The
+	// hostile batch handlers that do so are then skipped as not
+	// applicable; the ones that end the transaction and stop still run.
+	WritesAfterSQLEnd bool
 }

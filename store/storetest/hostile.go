@@ -95,6 +95,10 @@ func testHostileHandlers[TTx any](f *fixture[TTx]) {
 				name += "/BatchHandler"
 			}
 			f.t.Run(name, func(t *testing.T) {
+				if batch && f.h.WritesAfterSQLEnd && strings.HasPrefix(hc.name, "Runs") {
+					t.Skip("does not apply: the store lets a handler's writes after its own SQL " + hc.reason +
+						" commit alone (Harness.WritesAfterSQLEnd)")
+				}
 				g := newFixture(t, f.h)
 				g.hostile(hc.reason, hc.maySucceed, hc.run, batch)
 			})

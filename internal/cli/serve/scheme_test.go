@@ -13,9 +13,10 @@ import (
 // binary as a user runs it; none opens it as a SQLite file of that name
 // (which failed with "unable to open database file", or created one).
 func TestUnservedSchemeRefused(t *testing.T) {
-	// The commands read TXINBOX_<FLAG> from the environment, and the test
-	// environment sets some of the same names (TXINBOX_AMQP_URL, which serve
-	// takes for --amqp-url and then wants --amqp-queue): run them on the
+	// The commands read TXINBOX_<FLAG> from the environment, which a
+	// developer's shell may set (TXINBOX_DB, TXINBOX_AMQP_URL: serve takes
+	// that for --amqp-url and then wants --amqp-queue; the test servers'
+	// variables are TXINBOX_TEST_*, which no flag reads): run them on the
 	// flags given here only.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TXINBOX_") {

@@ -5,7 +5,6 @@ package serve_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/internal/testdb"
 )
 
@@ -40,7 +40,7 @@ const failoverDetection = 2 * time.Second
 // is logged ("failover ...:" lines; docs/operations.md).
 func TestServeFailover(t *testing.T) {
 	t.Parallel()
-	amqpURL := requireAMQP(t)
+	amqpURL := amqptest.Require(t)
 	for _, tc := range []struct {
 		name string
 		sync bool
@@ -423,28 +423,6 @@ func quorumQueue(t *testing.T, url string) string {
 	}
 	t.Cleanup(func() { ch.QueueDelete(name, false, false, false) }) //nolint:errcheck // best effort
 	return name
-}
-
-// requireAMQP returns the RabbitMQ URL (TXINBOX_AMQP_URL, or the one
-// .ci/start-rabbitmq starts) once a broker answers there; without one
-// the test skips, or fails under TXINBOX_REQUIRE_RABBITMQ=1 or CI=true.
-func requireAMQP(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("TXINBOX_AMQP_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
-	conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
-	if err == nil {
-		conn.Close()
-		return url
-	}
-	msg := "RabbitMQ not reachable (set TXINBOX_AMQP_URL or run .ci/start-rabbitmq): " + err.Error()
-	if os.Getenv("TXINBOX_REQUIRE_RABBITMQ") == "1" || os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
 }
 
 // durabilityRiskFlag is --accept-durability-risk when serve knows it (it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,30 +11,19 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
+	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/outbox"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// brokerURL is TXINBOX_AMQP_URL, or the RabbitMQ .ci/start-rabbitmq starts.
-func brokerURL() string {
-	if u := os.Getenv("TXINBOX_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
 // consumer connects to the broker and declares a fresh queue, or skips
-// (fails under TXINBOX_REQUIRE_RABBITMQ=1) when no broker answers.
+// (fails under TXINBOX_REQUIRE_RABBITMQ=1 or CI=true) when no broker answers.
 func consumer(t *testing.T) (*amqp091.Channel, string) {
 	t.Helper()
-	conn, err := amqp091.DialConfig(brokerURL(), amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
+	conn, err := amqp091.Dial(amqptest.Require(t))
 	if err != nil {
-		msg := "RabbitMQ not reachable (set TXINBOX_AMQP_URL or run .ci/start-rabbitmq): " + err.Error()
-		if os.Getenv("TXINBOX_REQUIRE_RABBITMQ") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
@@ -53,7 +41,7 @@ func consumer(t *testing.T) (*amqp091.Channel, string) {
 
 func TestSendConfirmsReturnsAndReconnects(t *testing.T) {
 	ch, queue := consumer(t)
-	tg, err := New(Config{URL: brokerURL(), RoutingKey: queue})
+	tg, err := New(Config{URL: amqptest.URL(), RoutingKey: queue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package sqldb is the database/sql side of txinbox's SQL stores, shared
 // by every store whose handlers receive a *sql.Tx on a driver it does not
-// choose (pgdbstore on any PostgreSQL driver; a MySQL store next): running
+// choose (pgdbstore on any PostgreSQL driver, mysqlstore): running
 // statements with parameters converted for database/sql, rows with a
 // Close that returns nothing (as the stores' seams want), short
 // transactions of their own, and the batch transaction on a connection

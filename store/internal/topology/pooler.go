@@ -39,6 +39,8 @@ func (p Pooling) String() string {
 // PoolerError is CheckPooler's refusal: a setting of the pool that cannot
 // work behind a transaction-pooling connection pooler.
 type PoolerError struct {
+	// Store names the store that refused: "pgstore" or "pgdbstore".
+	Store string
 	// Setting names the setting and its value, as the URL sets it, e.g.
 	// "default_query_exec_mode=cache_statement".
 	Setting string
@@ -50,7 +52,7 @@ type PoolerError struct {
 
 // Error names the setting, why it cannot work and the fix.
 func (e *PoolerError) Error() string {
-	return "pgstore: behind a transaction-pooling PgBouncer (pool_mode = transaction), " + e.Setting +
+	return e.Store + ": behind a transaction-pooling PgBouncer (pool_mode = transaction), " + e.Setting +
 		" cannot work: " + e.Why + ": " + e.Fix
 }
 
@@ -64,26 +66,28 @@ var trackedParams = map[string]bool{"application_name": true, "client_encoding":
 // Check finds out whether a connection pooler stands between pool and
 // PostgreSQL and, if it pools transactions, refuses with a *PoolerError
 // the pool settings that cannot work there (pgstore.Driver.CheckPooler
-// says which and why).
-func Check(ctx context.Context, pool *pgxpool.Pool) (Pooling, error) {
+// says which and why); store names the store asking, in the error.
+func Check(ctx context.Context, pool *pgxpool.Pool, store string) (Pooling, error) {
 	p, err := detect(ctx, pool)
 	if err != nil || !p.Transaction {
 		return p, err
 	}
-	return p, Refuse(pool.Config().ConnConfig)
+	return p, Refuse(pool.Config().ConnConfig, store)
 }
 
 // Refuse returns the *PoolerError of a setting of cfg that cannot work
-// behind a transaction pooler (Check says which), nil if none.
-func Refuse(cfg *pgx.ConnConfig) error {
+// behind a transaction pooler (Check says which), nil if none; store
+// ("pgstore", "pgdbstore") names the store asking, in the error and in
+// the fix that names its Options.Schema.
+func Refuse(cfg *pgx.ConnConfig, store string) error {
 	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
-		return &PoolerError{Setting: "default_query_exec_mode=cache_statement (pgx's default)",
+		return &PoolerError{Store: store, Setting: "default_query_exec_mode=cache_statement (pgx's default)",
 			Why: "its prepared statements live on one server connection and the next transaction runs on another " +
 				"(prepared statement \"stmtcache_...\" does not exist, SQLSTATE 26000; PgBouncer 1.18 keeps no prepared statement)",
 			Fix: "use cache_describe or exec (add default_query_exec_mode=cache_describe to the URL)"}
 	case pgx.QueryExecModeDescribeExec:
-		return &PoolerError{Setting: "default_query_exec_mode=describe_exec",
+		return &PoolerError{Store: store, Setting: "default_query_exec_mode=describe_exec",
 			Why: "it describes a statement and executes it in two round trips, which the pooler may send to two server " +
 				"connections (another client's statement of the same name runs instead)",
 			Fix: "use cache_describe or exec (default_query_exec_mode=cache_describe in the URL)"}
@@ -94,9 +98,9 @@ func Refuse(cfg *pgx.ConnConfig) error {
 		}
 		fix := "leave it out of the URL and set it with SET LOCAL in each transaction, or for the role: ALTER ROLE <role> SET " + name + " = ..."
 		if strings.EqualFold(name, "search_path") {
-			fix = "leave it out and name the inbox's schema with pgstore.Options.Schema (txinbox --schema)"
+			fix = "leave it out and name the inbox's schema with " + store + ".Options.Schema (txinbox --schema)"
 		}
-		return &PoolerError{Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
+		return &PoolerError{Store: store, Setting: fmt.Sprintf("the startup parameter %s=%s", name, value),
 			Why: "the pooler does not set it on the server connection each transaction runs on (PgBouncer refuses it at connect: " +
 				"unsupported startup parameter, or drops it when ignore_startup_parameters lists it)", Fix: fix}
 	}
