@@ -65,10 +65,14 @@ func TestInFlightLocksReleased(t *testing.T) {
 	}
 	k, other := txinboxKey("s", "k"), txinboxKey("s", "other")
 	ends := map[string]func(context.CancelFunc, store.Tx[*sql.Tx]) error{
-		"commit":              func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { return tx.Commit(context.Background()) },
-		"rollback":            func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { return tx.Rollback(context.Background()) },
-		"handler's rollback":  func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { _ = tx.Tx().Rollback(); return nil },
-		"context ended":       func(cancel context.CancelFunc, _ store.Tx[*sql.Tx]) error { cancel(); time.Sleep(200 * time.Millisecond); return nil },
+		"commit":             func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { return tx.Commit(context.Background()) },
+		"rollback":           func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { return tx.Rollback(context.Background()) },
+		"handler's rollback": func(_ context.CancelFunc, tx store.Tx[*sql.Tx]) error { _ = tx.Tx().Rollback(); return nil },
+		"context ended": func(cancel context.CancelFunc, _ store.Tx[*sql.Tx]) error {
+			cancel()
+			time.Sleep(200 * time.Millisecond)
+			return nil
+		},
 		"connection killed":   killConn(t, db),
 		"commit, key twice":   nil, // below
 		"rollback, key twice": nil,
