@@ -127,13 +127,20 @@ func pgdbEnv(t *testing.T) *env[*sql.Tx] {
 
 // mysqlEnv is mysqlstore on a MariaDB (MySQL) database of its own.
 func mysqlEnv(t *testing.T) *env[*sql.Tx] {
+	e, _ := mysqlEnvURL(t)
+	return e
+}
+
+// mysqlEnvURL is mysqlEnv and its database's URL.
+func mysqlEnvURL(t *testing.T) (*env[*sql.Tx], string) {
 	t.Helper()
-	db := mysqltest.Open(t, mysqltest.NewDatabase(t), 32)
+	url := mysqltest.NewDatabase(t)
+	db := mysqltest.Open(t, url, 32)
 	d, err := mysqlstore.New(db, mysqlstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sqlEnv(t, d, db, `CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, k LONGBLOB NOT NULL) ENGINE=InnoDB`, myEffect)
+	return sqlEnv(t, d, db, `CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, k LONGBLOB NOT NULL) ENGINE=InnoDB`, myEffect), url
 }
 
 // myEffect is the effect on MySQL, which has no INSERT ... RETURNING.
