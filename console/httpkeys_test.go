@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"database/sql"
 	"io"
 	"net/http"
@@ -13,14 +14,37 @@ import (
 
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/httpinbox"
+	"github.com/txinbox/txinbox/internal/mysqltest"
 	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/metrics/prom"
+	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 )
 
-// TestHTTPKeysPage runs two routes of httpinbox over SQLite, with a
-// replay and a reused key, and reads the console's page of HTTP keys.
+// TestHTTPKeysPage runs two routes of httpinbox over SQLite and MariaDB
+// (or the MySQL of TXINBOX_MYSQL_URL), with a replay and a reused key,
+// and reads the console's page of HTTP keys.
 func TestHTTPKeysPage(t *testing.T) {
-	d := sqlitetest.Open(t)
+	t.Run("sqlitestore", func(t *testing.T) { testHTTPKeysPage(t, sqlitetest.Open(t)) })
+	t.Run("mysqlstore", func(t *testing.T) {
+		d, err := mysqlstore.New(mysqltest.Open(t, mysqltest.NewDatabase(t), 8), mysqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		testHTTPKeysPage(t, d)
+	})
+}
+
+// sqlAdmin is a store whose handlers get a *sql.Tx, with its Admin.
+type sqlAdmin interface {
+	store.Driver[*sql.Tx]
+	store.Admin
+}
+
+func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 	reg := prometheus.NewRegistry()
 	hm := prom.NewHTTP(prom.Options{})
 	reg.MustRegister(hm)

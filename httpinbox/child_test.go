@@ -21,6 +21,7 @@ import (
 	"github.com/txinbox/txinbox/httpinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -32,6 +33,7 @@ import (
 const (
 	childPG   = "HTTPINBOX_TEST_CHILD_PG_SCHEMA"
 	childLite = "HTTPINBOX_TEST_CHILD_SQLITE"
+	childMy   = "HTTPINBOX_TEST_CHILD_MYSQL_URL"
 	childKill = "HTTPINBOX_TEST_CHILD_KILL_AFTER_COMMIT"
 )
 
@@ -51,6 +53,17 @@ func TestMain(m *testing.M) {
 		d, err := sqlitestore.Open(path, sqlitestore.Options{})
 		if err == nil {
 			err = childServe(d, liteEffect)
+		}
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	if url := os.Getenv(childMy); url != "" {
+		db, err := mysqlstore.Open(url)
+		if err == nil {
+			var d *mysqlstore.Driver
+			if d, err = mysqlstore.New(db, mysqlstore.Options{}); err == nil {
+				err = childServe(d, myEffect)
+			}
 		}
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
@@ -158,6 +171,10 @@ func TestSIGKILLAfterCommit(t *testing.T) {
 		t.Cleanup(func() { d.Close() })
 		e := sqliteEnvOn(t, d)
 		killed(t, e, childLite+"="+path)
+	})
+	t.Run("mysqlstore", func(t *testing.T) {
+		e, url := mysqlEnvURL(t)
+		killed(t, e, childMy+"="+url)
 	})
 }
 

@@ -133,18 +133,24 @@ func nodeRetry[TTx any](t *testing.T, node string, e *env[TTx]) {
 }
 
 // TestInFlightAcrossProcesses: two inboxes (as two processes would) on one
-// PostgreSQL inbox; while the first runs a key's handler, the second
-// answers 409 at once instead of waiting for it.
+// inbox of each store with a store.InFlightLocker (PostgreSQL on pgx and
+// on database/sql, MariaDB); while the first runs a key's handler, the
+// second answers 409 at once instead of waiting for it.
 func TestInFlightAcrossProcesses(t *testing.T) {
-	e := pgEnv(t)
+	t.Run("pgstore", func(t *testing.T) { testInFlight(t, pgEnv(t)) })
+	t.Run("pgdbstore", func(t *testing.T) { testInFlight(t, pgdbEnv(t)) })
+	t.Run("mysqlstore", func(t *testing.T) { testInFlight(t, mysqlEnv(t)) })
+}
+
+func testInFlight[TTx any](t *testing.T, e *env[TTx]) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
 		<-release
 		e.orders().ServeHTTP(w, r)
 	})
-	one := e.route(e.inbox(httpinbox.Config[pgx.Tx]{}), httpinbox.Route[pgx.Tx]{Name: "orders"}, slow)
-	two := e.route(e.inbox(httpinbox.Config[pgx.Tx]{}), httpinbox.Route[pgx.Tx]{Name: "orders"}, e.orders())
+	one := e.route(e.inbox(httpinbox.Config[TTx]{}), httpinbox.Route[TTx]{Name: "orders"}, slow)
+	two := e.route(e.inbox(httpinbox.Config[TTx]{}), httpinbox.Route[TTx]{Name: "orders"}, e.orders())
 	first := make(chan answer, 1)
 	go func() { first <- post(t, one.URL, "book", `Idempotency-Key: "busy"`) }()
 	<-entered

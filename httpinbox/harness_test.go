@@ -11,11 +11,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // pgdbstore's driver
 
 	"github.com/txinbox/txinbox/httpinbox"
+	"github.com/txinbox/txinbox/internal/mysqltest"
+	"github.com/txinbox/txinbox/internal/pgdbtest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/store"
+	"github.com/txinbox/txinbox/store/mysqlstore"
+	"github.com/txinbox/txinbox/store/pgdbstore"
 	"github.com/txinbox/txinbox/store/pgstore"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
@@ -33,18 +38,28 @@ type env[TTx any] struct {
 	effects func() map[string]int
 }
 
-// storeCase is a test run against PostgreSQL (pgstore) and SQLite
-// (sqlitestore).
+// storeCase is a test run against every store: PostgreSQL on pgx
+// (pgstore), and the database/sql stores (sqlStores).
 type storeCase struct {
 	name string
 	pg   func(*testing.T, *env[pgx.Tx])
-	lite func(*testing.T, *env[*sql.Tx])
+	db   func(*testing.T, *env[*sql.Tx])
 }
+
+// sqlStores are the stores whose handlers get a *sql.Tx: SQLite,
+// PostgreSQL on database/sql (pgx's stdlib) and MariaDB (or the MySQL of
+// TXINBOX_MYSQL_URL).
+var sqlStores = []struct {
+	name string
+	env  func(*testing.T) *env[*sql.Tx]
+}{{"sqlitestore", sqliteEnv}, {"pgdbstore", pgdbEnv}, {"mysqlstore", mysqlEnv}}
 
 func runCases(t *testing.T, cases []storeCase) {
 	for _, c := range cases {
 		t.Run(c.name+"/pgstore", func(t *testing.T) { c.pg(t, pgEnv(t)) })
-		t.Run(c.name+"/sqlitestore", func(t *testing.T) { c.lite(t, sqliteEnv(t)) })
+		for _, s := range sqlStores {
+			t.Run(c.name+"/"+s.name, func(t *testing.T) { c.db(t, s.env(t)) })
+		}
 	}
 }
 
@@ -90,33 +105,81 @@ func sqliteEnv(t *testing.T) *env[*sql.Tx] {
 // sqliteEnvOn migrates d and adds the effects table.
 func sqliteEnvOn(t *testing.T, d *sqlitestore.Driver) *env[*sql.Tx] {
 	t.Helper()
-	ctx := context.Background()
-	if err := d.Migrate(ctx); err != nil {
+	return sqlEnv(t, d, d.DB(), `CREATE TABLE effects (id INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL)`, liteEffect)
+}
+
+// pgdbEnv is pgdbstore on pgx's stdlib, in a schema of its own.
+func pgdbEnv(t *testing.T) *env[*sql.Tx] {
+	t.Helper()
+	schema := testdb.NewSchema(t, testdb.Require(t))
+	db := pgdbtest.Open(t, "pgx", schema, 32)
+	d, err := pgdbstore.New(db, pgdbstore.Options{Schema: schema})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.DB().ExecContext(ctx, `CREATE TABLE effects (id INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	return &env[*sql.Tx]{t: t, driver: d,
-		effect: func(ctx context.Context, tx *sql.Tx, k string) (int64, error) {
+	return sqlEnv(t, d, db, `CREATE TABLE effects (id bigserial, k text NOT NULL)`,
+		func(ctx context.Context, tx *sql.Tx, k string) (int64, error) {
 			var id int64
-			err := tx.QueryRowContext(ctx, `INSERT INTO effects (k) VALUES (?) RETURNING id`, k).Scan(&id)
+			err := tx.QueryRowContext(ctx, `INSERT INTO effects (k) VALUES ($1) RETURNING id`, k).Scan(&id)
 			return id, err
-		},
+		})
+}
+
+// mysqlEnv is mysqlstore on a MariaDB (MySQL) database of its own.
+func mysqlEnv(t *testing.T) *env[*sql.Tx] {
+	e, _ := mysqlEnvURL(t)
+	return e
+}
+
+// mysqlEnvURL is mysqlEnv and its database's URL.
+func mysqlEnvURL(t *testing.T) (*env[*sql.Tx], string) {
+	t.Helper()
+	url := mysqltest.NewDatabase(t)
+	db := mysqltest.Open(t, url, 32)
+	d, err := mysqlstore.New(db, mysqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sqlEnv(t, d, db, `CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, k LONGBLOB NOT NULL) ENGINE=InnoDB`, myEffect), url
+}
+
+// myEffect is the effect on MySQL, which has no INSERT ... RETURNING.
+func myEffect(ctx context.Context, tx *sql.Tx, k string) (int64, error) {
+	r, err := tx.ExecContext(ctx, `INSERT INTO effects (k) VALUES (?)`, k)
+	if err != nil {
+		return 0, err
+	}
+	return r.LastInsertId()
+}
+
+// sqlEnv migrates d, creates the effects table on db and counts its rows
+// per k (in Go: no database's grouping of long or binary values).
+func sqlEnv(t *testing.T, d store.Driver[*sql.Tx], db *sql.DB, create string, effect func(context.Context, *sql.Tx, string) (int64, error)) *env[*sql.Tx] {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.(store.Admin).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, create); err != nil {
+		t.Fatal(err)
+	}
+	return &env[*sql.Tx]{t: t, driver: d, effect: effect,
 		effects: func() map[string]int {
-			rows, err := d.DB().QueryContext(ctx, `SELECT k, count(*) FROM effects GROUP BY k`)
+			rows, err := db.QueryContext(ctx, `SELECT k FROM effects`)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rows.Close()
 			out := map[string]int{}
 			for rows.Next() {
-				var k string
-				var n int
-				if err := rows.Scan(&k, &n); err != nil {
+				var k []byte
+				if err := rows.Scan(&k); err != nil {
 					t.Fatal(err)
 				}
-				out[k] = n
+				out[string(k)]++
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
 			}
 			return out
 		}}

@@ -82,7 +82,7 @@ type Inbox[TTx any] struct {
 }
 
 // New returns an Inbox over driver, whose transactions must implement
-// store.ReplyKeeper (pgstore and sqlitestore do).
+// store.ReplyKeeper (pgstore, pgdbstore, mysqlstore and sqlitestore do).
 func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Inbox[TTx], error) {
 	if cfg.Scope == "" {
 		cfg.Scope = "http"

@@ -50,7 +50,8 @@ type Config struct {
 	// synchronous_commit=off, asynchronous replication, ...) stops Run
 	// with a *DurabilityError unless AcceptDurabilityRisk; /readyz, the
 	// txinbox_durability_risk metric and the console show what was read.
-	// *pgstore.Driver and *sqlitestore.Driver are DurabilityReaders.
+	// *pgstore.Driver, *pgdbstore.Driver, *mysqlstore.Driver and
+	// *sqlitestore.Driver are DurabilityReaders.
 	// Defaults to none: nothing is checked.
 	Durability store.DurabilityReader
 	// AcceptDurabilityRisk starts the server although a setting of the

@@ -1,6 +1,7 @@
 // Package store is the storage seam of txinbox: the small interface that the
-// processor calls and that each database driver (pgstore, sqlitestore)
-// implements, generic over the driver's own transaction type.
+// processor calls and that each database driver (pgstore, pgdbstore,
+// mysqlstore, sqlitestore) implements, generic over the driver's own
+// transaction type.
 //
 // The package depends on nothing else of txinbox, so drivers never import the
 // core and the core never imports a driver. Rows here are plain data; the
@@ -80,18 +81,25 @@
 //   - [ReplyKeeper] (Tx): a handler's reply (txinbox.Message.Reply) is kept
 //     in its inbox row and returned with later duplicates
 //     (txinbox.Config.Replies, package httpinbox's replays). Without it, a
-//     processor with Config.Replies fails its batches.
+//     processor with Config.Replies fails its batches. Every store of
+//     txinbox has it.
 //   - [InFlightLocker] (Tx): a delivery of an id that another transaction
 //     holds uncommitted ends at once as txinbox.InFlight
 //     (txinbox.Config.FailFastInFlight), the rest of the batch going on.
 //     Without it, the claim waits for that transaction to end.
+//     pgstore and pgdbstore take transaction advisory locks; mysqlstore
+//     named locks (GET_LOCK), which are the session's, so its connections
+//     release them when the transaction ends; sqlitestore has none (one
+//     writer: the claim waits).
 //   - [DurabilityReader] (Driver): the settings that decide whether a
 //     commit survives a crash or a failover are read at start (server.Run
 //     refuses those that can lose acknowledged messages unless accepted)
 //     and shown by status and the console. Without it, nothing is checked.
+//     Every store of txinbox has it.
 //   - [ReplyLister] (Driver): the newest inbox rows that hold a reply
 //     (package httpinbox's keys), for the console's page of HTTP keys.
-//     Without it, the console has no such page.
+//     Without it, the console has no such page. Every store of txinbox
+//     has it.
 //
 // TestOptionalCapabilitiesListed fails when an interface of this package
 // other than Driver and Tx is missing from this list, so the list stays

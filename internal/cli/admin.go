@@ -15,7 +15,6 @@ import (
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
 	"github.com/txinbox/txinbox/store"
-	"github.com/txinbox/txinbox/store/mysqlstore"
 )
 
 // adminExitCodes are the exit codes of the commands that read an inbox.
@@ -102,9 +101,7 @@ func (c *statusCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 	}
 	w := tabwriter.NewWriter(in.Env.Stdout, 0, 4, 2, ' ', 0)
 	printStatusTotals(w, db, sumScopes(scopes))
-	if db.My == nil {
-		printDurability(w, du, duErr)
-	}
+	printDurability(w, du, duErr)
 	printOutboxStatus(w, ob, obErr)
 	printHTTPKeys(w, scopes, retentionOf)
 	printScopeRows(w, scopes, len(perScope) > 0, retentionOf)
@@ -149,9 +146,6 @@ func sumScopes(scopes []store.ScopeStats) store.ScopeStats {
 
 func printStatusTotals(w io.Writer, db *clikit.InboxDB, s store.ScopeStats) {
 	fmt.Fprintf(w, "database\t%s (%s)\n", db.Where, db.Kind)
-	if db.My != nil {
-		printMySQLDurability(w, db.My)
-	}
 	fmt.Fprintf(w, "inbox rows\t%d (%d expired)\n", s.Inbox, s.Expired)
 	if !s.OldestInbox.IsZero() {
 		fmt.Fprintf(w, "oldest inbox row\t%s (%s ago)\n", s.OldestInbox.UTC().Format(time.RFC3339), duration.Format(time.Since(s.OldestInbox).Round(time.Second)))
@@ -351,22 +345,4 @@ func (c *driftShowCommand) Run(ctx context.Context, in *clikit.Invocation) int {
 			"received_at": ins.Inbox.ReceivedAt.UTC(), "processed_at": ins.Inbox.ProcessedAt.UTC()}
 	}
 	return printJSON(in.Env, out)
-}
-
-// printMySQLDurability says on MySQL whether a committed inbox row
-// survives a crash (mysqlstore.Settings.Warnings); mysqlstore is no
-// store.DurabilityReader yet.
-func printMySQLDurability(w io.Writer, d *mysqlstore.Driver) {
-	s, err := d.ReadSettings(context.Background())
-	switch {
-	case err != nil:
-		fmt.Fprintf(w, "durability	unknown: %v\n", err)
-	case len(s.Warnings()) == 0:
-		fmt.Fprintf(w, "durability	innodb_flush_log_at_trx_commit=1, sync_binlog=%d (binary log %v): committed rows survive a crash\n", s.SyncBinlog, s.LogBin)
-	}
-	if err == nil {
-		for _, x := range s.Warnings() {
-			fmt.Fprintf(w, "durability\tWARNING: %s\n", x)
-		}
-	}
 }

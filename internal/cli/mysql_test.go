@@ -26,8 +26,14 @@ func TestMigrateAndAdminOnMySQL(t *testing.T) {
 			t.Fatalf("migrate --db %s: exit %d: %s%s", db, code, out, errs)
 		}
 		out, errs, code := run(t, "status", "--db", db)
-		if code != 0 || !strings.Contains(out, "durability") || !strings.Contains(out, "inbox rows") {
+		if code != 0 || !strings.Contains(out, "no setting loses acknowledged messages") || !strings.Contains(out, "a crash") ||
+			!strings.Contains(out, "a failover") || !strings.Contains(out, "inbox rows") {
 			t.Errorf("status --db %s: exit %d: %s%s", db, code, out, errs)
+		}
+		// status reads MySQL's settings as the server does (store.DurabilityReader)
+		out, errs, code = run(t, "status", "--json", "--db", db)
+		if code != 0 || !strings.Contains(out, `"innodb_flush_log_at_trx_commit":"1"`) || !strings.Contains(out, `"risks":[]`) {
+			t.Errorf("status --json --db %s: exit %d: %s%s", db, code, out, errs)
 		}
 		for _, args := range [][]string{{"dlq", "list"}, {"drift", "list"}, {"purge", "--dry-run"}} {
 			if out, errs, code := run(t, append(args, "--db", db)...); code != 0 {

@@ -32,7 +32,8 @@ var statementEnd = regexp.MustCompile(`;\s*\n`)
 // start, so a key column changed to a case-insensitive collation stops
 // them. DDL
 // commits implicitly in MySQL, so a migration is no transaction: each
-// statement is idempotent (IF NOT EXISTS), and a named lock (GET_LOCK)
+// statement is idempotent (IF NOT EXISTS; an ADD COLUMN answered
+// "Duplicate column" is taken as done), and a named lock (GET_LOCK)
 // makes two processes migrating at once take turns.
 func (d *Driver) Migrate(ctx context.Context) error {
 	ms, err := schema.Load(schema.Sub(migrationFS, "migrations"), d.t)
@@ -69,7 +70,7 @@ func (d *Driver) Migrate(ctx context.Context) error {
 			if strings.TrimSpace(stripComments(s)) == "" {
 				continue
 			}
-			if _, err := c.ExecContext(ctx, s); err != nil {
+			if _, err := c.ExecContext(ctx, s); err != nil && errorNumber(err) != erDupFieldName {
 				return fmt.Errorf("mysqlstore: migration %03d_%s: %w", m.Version, m.Name, err)
 			}
 		}
@@ -181,9 +182,9 @@ func (d *Driver) selectDeadLetters(ctx context.Context, payload bool, where stri
 func (d *Driver) Inspect(ctx context.Context, key store.Key) (store.Inspection, error) {
 	in := store.Inspection{Key: key}
 	var ir store.InboxRecord
-	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at
+	err := d.db.QueryRowContext(ctx, d.t.Expand(`SELECT source, source_position, partition_key, payload_hash, received_at, processed_at, reply
 		FROM {inbox} WHERE scope = ? AND message_id = ?`), key.Scope, key.MessageID).
-		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, at(&ir.ReceivedAt), at(&ir.ProcessedAt))
+		Scan(&ir.Source, &ir.SourcePosition, &ir.PartitionKey, &ir.PayloadHash, at(&ir.ReceivedAt), at(&ir.ProcessedAt), &ir.Reply)
 	if err := found(err, func() { in.Inbox = &ir }); err != nil {
 		return in, err
 	}

@@ -41,6 +41,7 @@ const (
 	erXARBRollback    = 1402 // XA_RBROLLBACK: the branch was rolled back
 	erXARBTimeout     = 1613 // XA_RBTIMEOUT
 	erXARBDeadlock    = 1614 // XA_RBDEADLOCK
+	erDupFieldName    = 1060 // ER_DUP_FIELDNAME: ADD COLUMN of a column that exists
 )
 
 // Connector returns a driver.Connector of txinbox's MySQL connections
@@ -139,6 +140,9 @@ type conn struct {
 	mu sync.Mutex
 	// broken is what a handler did to the batch, nil while it is whole.
 	broken *store.BrokenTxError
+	// locks are the named locks the batch took (reply.go), released
+	// when it ends.
+	locks []string
 }
 
 var xidSeq atomic.Uint64
@@ -253,13 +257,13 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 func (c *conn) Ping(ctx context.Context) error { return c.inner.Ping(ctx) }
 
 func (c *conn) ResetSession(ctx context.Context) error {
-	if c.bad.Load() {
+	if c.bad.Load() || c.holdsLocks() {
 		return driver.ErrBadConn
 	}
 	return c.inner.ResetSession(ctx)
 }
 
-func (c *conn) IsValid() bool { return !c.bad.Load() && c.inner.IsValid() }
+func (c *conn) IsValid() bool { return !c.bad.Load() && !c.holdsLocks() && c.inner.IsValid() }
 
 func (c *conn) CheckNamedValue(nv *driver.NamedValue) error { return c.inner.CheckNamedValue(nv) }
 
@@ -330,6 +334,7 @@ func (c *conn) end(commit bool) error {
 	if xid == "" {
 		return sql.ErrTxDone
 	}
+	defer c.releaseLocks()
 	ctx := context.Background()
 	_, err := c.inner.ExecContext(ctx, "XA END '"+xid+"'", nil)
 	if commit {

@@ -25,7 +25,6 @@ import (
 	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/store"
-	"github.com/txinbox/txinbox/store/mysqlstore"
 )
 
 // Command is txinbox serve. Its flags are defined by
@@ -360,9 +359,6 @@ func serveWith[TTx any](ctx context.Context, env *clikit.Env, o *serveOptions, d
 		return clikit.ExitUsage
 	}
 	logger := o.ops.logger(env.Stderr)
-	if db.My != nil {
-		warnDurability(ctx, db.My, logger)
-	}
 	tp, stopTraces, err := o.ops.traces.start(ctx, env.Stderr, logger)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "txinbox serve:", clikit.Clip(err.Error()))
@@ -528,18 +524,4 @@ func (o *serveOptions) agreements() ([]as4.Agreement, error) {
 			RequireSignature: o.AS4RequireSignature, RequireCompression: o.AS4RequireCompression})
 	}
 	return as, nil
-}
-
-// warnDurability reads MySQL's settings at start and says plainly, as a
-// warning, each one under which a committed inbox row can be lost
-// (mysqlstore.Settings.Warnings).
-func warnDurability(ctx context.Context, d *mysqlstore.Driver, logger *slog.Logger) {
-	s, err := d.ReadSettings(ctx)
-	if err != nil {
-		logger.Warn("txinbox: could not read the database's durability settings", "err", err)
-		return
-	}
-	for _, w := range s.Warnings() {
-		logger.Warn("txinbox: the database can lose committed inbox rows: " + w)
-	}
 }
