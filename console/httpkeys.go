@@ -12,9 +12,6 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-// httpScopePrefix starts the scopes of httpinbox's keys (its
-// Config.Scope's default, then ":" and the route).
-const httpScopePrefix = "http:"
 
 // httpKeyRow is one HTTP key of the page: its inbox row and the stored
 // answer's status and size (Status 0: not an httpinbox answer).
@@ -47,7 +44,10 @@ func (c *console) httpKeys(w http.ResponseWriter, r *http.Request) {
 		c.showResult(w, r, http.StatusNotFound, result{Message: "this store cannot list HTTP keys (store.ReplyLister)", Back: c.cfg.Prefix})
 		return
 	}
-	recs, err := l.ListReplies(r.Context(), httpScopePrefix, pageSize)
+	// Every scope: an HTTP inbox's scope is its Config.Scope (httpinbox's
+	// "http", serve's ingress "ingest", or the application's own), ":" and
+	// the route, and only its rows hold replies.
+	recs, err := l.ListReplies(r.Context(), "", pageSize)
 	if err != nil {
 		c.failed(w, r, "listing the HTTP keys", err)
 		return
@@ -62,7 +62,10 @@ func (c *console) httpKeys(w http.ResponseWriter, r *http.Request) {
 		return byRoute[name]
 	}
 	for _, rec := range recs {
-		name := strings.TrimPrefix(rec.Scope, httpScopePrefix)
+		name := rec.Scope
+		if _, route, ok := strings.Cut(rec.Scope, ":"); ok {
+			name = route
+		}
 		row := httpKeyRow{Route: name, Scope: rec.Scope, MessageID: rec.MessageID, ReceivedAt: rec.ReceivedAt}
 		if rs, err := httpinbox.ParseStoredResponse(rec.Reply); err == nil {
 			row.Status, row.BodyBytes = rs.Status, len(rs.Body)

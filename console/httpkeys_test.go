@@ -23,7 +23,8 @@ import (
 
 // TestHTTPKeysPage runs two routes of httpinbox over SQLite and MariaDB
 // (or the MySQL of TXINBOX_MYSQL_URL), with a replay and a reused key,
-// and reads the console's page of HTTP keys.
+// and a route of another HTTP inbox's scope (serve's ingress), and reads
+// the console's page of HTTP keys.
 func TestHTTPKeysPage(t *testing.T) {
 	t.Run("sqlitestore", func(t *testing.T) { testHTTPKeysPage(t, sqlitetest.Open(t)) })
 	t.Run("mysqlstore", func(t *testing.T) {
@@ -64,6 +65,19 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 		}
 		mux.Handle("/"+name, h)
 	}
+	// serve's ingress: an HTTP inbox of another scope ("ingest:github").
+	ingest, err := httpinbox.New(d, httpinbox.Config[*sql.Tx]{Scope: "ingest", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ingest.Close)
+	gh, err := ingest.Handler(httpinbox.Route[*sql.Tx]{Name: "github"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/github", gh)
 	api := httptest.NewServer(mux)
 	t.Cleanup(api.Close)
 	send := func(path, key, body string) int {
@@ -81,7 +95,7 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 		want            int
 	}{
 		{"/orders", "o-1", "a", 201}, {"/orders", "o-1", "a", 201}, {"/orders", "o-1", "other", 422},
-		{"/orders", "o-2", "b", 201}, {"/refunds", "r-1", "c", 409},
+		{"/orders", "o-2", "b", 201}, {"/refunds", "r-1", "c", 409}, {"/github", "g-1", "d", 202},
 	} {
 		if got := send(s.path, s.key, s.body); got != s.want {
 			t.Fatalf("POST %s key %s: %d, want %d", s.path, s.key, got, s.want)
@@ -113,6 +127,9 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 	}
 	if !strings.Contains(refunds, `/r-1</a>`) || !strings.Contains(refunds, `<td class="num status">409</td>`) || strings.Contains(refunds, "o-1") {
 		t.Errorf("the refunds route:\n%s", refunds)
+	}
+	if _, github, _ := strings.Cut(page, `id="route-github"`); !strings.Contains(github, `/g-1</a>`) || !strings.Contains(github, `<td class="num status">202</td>`) {
+		t.Errorf("the ingress route (scope ingest:github) is not listed:\n%s", page)
 	}
 	if !strings.Contains(page, `href="/ui/http-keys">HTTP keys</a>`) {
 		t.Error("the navigation has no link to the HTTP keys")

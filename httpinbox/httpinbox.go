@@ -33,9 +33,13 @@ import (
 const DefaultDocsURL = "https://github.com/txinbox/txinbox/blob/main/docs/http.md"
 
 // Config configures an Inbox.
+// DefaultScope is Config.Scope's default: a route's keys are in scope
+// "http:" + its name.
+const DefaultScope = "http"
+
 type Config[TTx any] struct {
 	// Scope prefixes the inbox scope of every route's keys
-	// (Scope + ":" + Route.Name). Defaults to "http".
+	// (Scope + ":" + Route.Name). Defaults to DefaultScope.
 	Scope string
 	// MaxAttempts is how many failed attempts at a key (handler errors,
 	// panics, statuses not kept) give it up: it is dead-lettered, and
@@ -85,7 +89,7 @@ type Inbox[TTx any] struct {
 // store.ReplyKeeper (pgstore, pgdbstore, mysqlstore and sqlitestore do).
 func New[TTx any](driver store.Driver[TTx], cfg Config[TTx]) (*Inbox[TTx], error) {
 	if cfg.Scope == "" {
-		cfg.Scope = "http"
+		cfg.Scope = DefaultScope
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 8

@@ -12,6 +12,7 @@ import (
 	"github.com/txinbox/txinbox/duration"
 	"github.com/txinbox/txinbox/httpinbox"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/cli/serve"
 	"github.com/txinbox/txinbox/store"
 )
 
@@ -38,8 +39,12 @@ func replyJSON(b []byte) map[string]any {
 }
 
 // isHTTPScope says whether a scope holds HTTP keys: httpinbox's scopes
-// are its Config.Scope ("http" by default), ":" and the route's name.
-func isHTTPScope(scope string) bool { return strings.HasPrefix(scope, "http:") }
+// are its Config.Scope, ":" and the route's name; the scopes txinbox's
+// own HTTP inboxes use are httpinbox.DefaultScope and serve's ingress
+// (serve.IngressScope).
+func isHTTPScope(scope string) bool {
+	return strings.HasPrefix(scope, httpinbox.DefaultScope+":") || strings.HasPrefix(scope, serve.IngressScope+":")
+}
 
 // httpKeys sums the scopes of HTTP keys and gives their retention (the
 // routes' retentions, comma-separated, when they differ).
