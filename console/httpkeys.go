@@ -12,7 +12,6 @@ import (
 	"github.com/txinbox/txinbox/store"
 )
 
-
 // httpKeyRow is one HTTP key of the page: its inbox row and the stored
 // answer's status and size (Status 0: not an httpinbox answer).
 type httpKeyRow struct {

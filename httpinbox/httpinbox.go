@@ -32,11 +32,11 @@ import (
 // DefaultDocsURL is where the problem bodies' types link by default.
 const DefaultDocsURL = "https://github.com/txinbox/txinbox/blob/main/docs/http.md"
 
-// Config configures an Inbox.
 // DefaultScope is Config.Scope's default: a route's keys are in scope
 // "http:" + its name.
 const DefaultScope = "http"
 
+// Config configures an Inbox.
 type Config[TTx any] struct {
 	// Scope prefixes the inbox scope of every route's keys
 	// (Scope + ":" + Route.Name). Defaults to DefaultScope.
