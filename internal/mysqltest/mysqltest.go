@@ -9,9 +9,7 @@ package mysqltest
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -75,9 +73,7 @@ func WithDatabase(url, name string) string {
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	url := Require(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "txinbox_t_" + hex.EncodeToString(b[:])
+	name := testkit.RandomName("txinbox_t_")
 	admin, err := mysqlstore.Open(url)
 	if err != nil {
 		t.Fatal(err)

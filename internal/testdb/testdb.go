@@ -10,8 +10,6 @@ package testdb
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -87,9 +85,7 @@ func Require(t testing.TB) *pgxpool.Pool {
 // returns its name.
 func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "t_" + hex.EncodeToString(b)
+	name := testkit.RandomName("t_")
 	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+name); err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +161,7 @@ func Server() (string, error) {
 // search_path startup parameter, and a database of its own needs none.
 func NewDatabase(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "t_" + hex.EncodeToString(b)
+	name := testkit.RandomName("t_")
 	if _, err := pool.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}

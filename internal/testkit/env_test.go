@@ -19,3 +19,11 @@ func TestGetenv(t *testing.T) {
 		t.Errorf("both set: Getenv = %q, want the new name's %q", got, "new")
 	}
 }
+
+// TestRandomName: the prefix, 12 hex digits, and another name each call.
+func TestRandomName(t *testing.T) {
+	a, b := RandomName("t_"), RandomName("t_")
+	if len(a) != 14 || a[:2] != "t_" || a == b {
+		t.Errorf("RandomName = %q, %q; want t_ and 12 hex digits, different each call", a, b)
+	}
+}

@@ -4,6 +4,8 @@ package testkit
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 )
 
@@ -26,4 +28,12 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RandomName is prefix followed by 12 random hex digits: the name of a
+// schema or database of one test's own.
+func RandomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }

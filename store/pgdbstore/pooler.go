@@ -23,10 +23,9 @@ type PoolerError = topology.PoolerError
 // connection pooler stands between db and PostgreSQL, with two
 // connections of db (*sql.Conn): it compares the backend process each
 // transaction runs on. Behind a transaction pooler (PgBouncer's
-// pool_mode = transaction) it refuses, with a *PoolerError, the pgx
-// settings pgstore.Driver.CheckPooler refuses there (on pgx's stdlib),
-// and the read-only guard with a
-// *PoolerError: the guard's session setting (SET
+// pool_mode = transaction) it refuses with a *PoolerError (Store
+// "pgdbstore") the pgx settings pgstore.Driver.CheckPooler refuses there
+// (on pgx's stdlib), and the read-only guard: its session setting (SET
 // default_transaction_read_only before BEGIN) would stay on a server
 // connection that the pooler then gives to other clients, whose
 // transactions turn read-only. Set Options.NoReadOnlyGuard
