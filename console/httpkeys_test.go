@@ -97,7 +97,7 @@ func TestHTTPKeysPage(t *testing.T) {
 
 // httpKey sends one request with key through httpinbox on route, over
 // the env's inbox; the handler answers 201.
-func (e *env) httpKey(route, key string) {
+func (e *env) httpKey(route, key string) bool {
 	e.t.Helper()
 	in, err := httpinbox.New(e.driver, httpinbox.Config[pgx.Tx]{Logger: quiet()})
 	if err != nil {
@@ -117,4 +117,5 @@ func (e *env) httpKey(route, key string) {
 	if rec.Code != http.StatusCreated {
 		e.t.Fatalf("POST /%s key %s: %d %s", route, key, rec.Code, rec.Body)
 	}
+	return true
 }
