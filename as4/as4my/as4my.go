@@ -67,10 +67,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // trip: the store does not ask the DSN for multiStatements).
 var statementEnd = regexp.MustCompile(`;\s*\n`)
 
-// Migrate creates the tables if they do not exist. DDL commits implicitly
-// in MySQL, so this is no transaction: each statement is idempotent (IF
-// NOT EXISTS), and a named lock (GET_LOCK) makes concurrent starts take
-// turns.
+// Migrate creates the tables if they do not exist, then checks the key
+// columns (CheckKeys). DDL commits implicitly in MySQL, so this is no
+// transaction: each statement is idempotent (IF NOT EXISTS), and a named
+// lock (GET_LOCK) makes concurrent starts take turns.
 func (s *Store) Migrate(ctx context.Context) error {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
@@ -94,7 +94,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("as4my: migration 001_as4: %w", err)
 		}
 	}
-	return nil
+	return s.CheckKeys(ctx)
 }
 
 // Save stores m in tx, replacing the rows of an earlier message with the

@@ -3,6 +3,7 @@ package as4my_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,22 @@ func TestSaveReplacesAndLists(t *testing.T) {
 	}
 	if l, err := st.ListMessages(ctx, as4.ListFilter{Scope: "other"}); err != nil || len(l) != 0 {
 		t.Errorf("ListMessages of another scope = %+v, %v", l, err)
+	}
+}
+
+// TestMigrateRefusesTextKeys: a key column changed to a case-insensitive
+// text type stops Migrate (and so serve's start), naming the column.
+func TestMigrateRefusesTextKeys(t *testing.T) {
+	ctx := context.Background()
+	st, db := newStore(t)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("ALTER TABLE txinbox_as4_messages MODIFY message_key VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"); err != nil {
+		t.Fatal(err)
+	}
+	err := st.Migrate(ctx)
+	if err == nil || !strings.Contains(err.Error(), "txinbox_as4_messages.message_key is varchar utf8mb4_general_ci") {
+		t.Fatalf("Migrate over a text key column = %v", err)
 	}
 }
