@@ -24,7 +24,8 @@ func TestServeAS4OnMySQL(t *testing.T) {
 // mysql:// with an --effect sql. A real AS4 message (as4client, with two
 // MIME payloads), sent twice, gets one effect and two identical receipts;
 // after a SIGKILL and a restart its resend gets the same receipt again and
-// still makes no second effect; purge deletes it with its payloads.
+// still makes no second effect; the console lists it; purge deletes it
+// with its payloads.
 func TestServeBinaryAS4OnMariaDB(t *testing.T) {
 	t.Parallel()
 	url := mysqltest.NewDatabase(t)
@@ -41,7 +42,7 @@ func TestServeBinaryAS4OnMariaDB(t *testing.T) {
 		}
 		return n
 	}
-	args := []string{"--db", url, "--no-purge", "--as4-listen", "127.0.0.1:0", "--effect", "sql",
+	args := []string{"--db", url, "--no-purge", "--as4-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--effect", "sql",
 		"--effect-sql", "INSERT INTO received (scope, msgid, sender, action) VALUES ($1, $3, $4, $7)"}
 	m := as4client.Outgoing{MessageID: "mariadb-1@test", Timestamp: time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC),
 		From: ebms.Party{IDs: []ebms.PartyID{{ID: "séller", Type: "urn:test"}}}, To: ebms.Party{IDs: []ebms.PartyID{{ID: "buyer", Type: "urn:test"}}},
@@ -74,6 +75,10 @@ func TestServeBinaryAS4OnMariaDB(t *testing.T) {
 	p = startServeBin(t, nil, args...)
 	if again := send(p); !bytes.Equal(first, again) {
 		t.Errorf("the resend after a SIGKILL got another receipt:\n%s\nwant:\n%s", again, first)
+	}
+	// The console (on --http-listen) lists the message with its receipt.
+	if code, page := p.get("/ui/as4"); code != 200 || !strings.Contains(page, "mariadb-1@test") || !strings.Contains(page, "séller") {
+		t.Errorf("GET /ui/as4 = %d, without the message:\n%s", code, page)
 	}
 	if code, _ := p.signal(syscall.SIGTERM); code != 0 {
 		t.Errorf("SIGTERM: exit %d:\n%s", code, p.stderr)
