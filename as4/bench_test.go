@@ -20,8 +20,13 @@ import (
 // BenchmarkPostNewMessages posts distinct small messages from parallel
 // clients (-cpu sets how many per GOMAXPROCS) to an endpoint on
 // PostgreSQL: concurrent posts share Submit batches.
-func BenchmarkPostNewMessages(b *testing.B) {
-	e := newPG(b, options{})
+func BenchmarkPostNewMessages(b *testing.B) { postNewMessages(b, newPG(b, options{})) }
+
+// BenchmarkPostNewMessagesMySQL is BenchmarkPostNewMessages on MySQL or
+// MariaDB (mysqlstore, as4my).
+func BenchmarkPostNewMessagesMySQL(b *testing.B) { postNewMessages(b, newMySQL(b, options{})) }
+
+func postNewMessages(b *testing.B, e *endpoint) {
 	var n atomic.Int64
 	b.SetParallelism(8)
 	b.ResetTimer()

@@ -146,12 +146,13 @@ func newSQLite(t *testing.T, o options) *endpoint {
 	return e
 }
 
-// backends runs fn against PostgreSQL (on pgx, and on database/sql) and
-// SQLite.
+// backends runs fn against PostgreSQL (on pgx, and on database/sql),
+// SQLite and MySQL/MariaDB.
 func backends(t *testing.T, o options, fn func(t *testing.T, e *endpoint)) {
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, newPG(t, o)) })
 	t.Run("pgdbstore", func(t *testing.T) { t.Parallel(); fn(t, newPGDB(t, o)) })
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, newSQLite(t, o)) })
+	t.Run("mysql", func(t *testing.T) { t.Parallel(); fn(t, newMySQL(t, o)) })
 }
 
 func must(t testing.TB, err error) {

@@ -9,7 +9,8 @@ import (
 )
 
 // Store keeps received messages, their payloads and their receipts in the
-// inbox's database. as4pg implements it for pgx.Tx, as4sqlite for *sql.Tx.
+// inbox's database. as4pg implements it for pgx.Tx (and for *sql.Tx on
+// PostgreSQL), as4sqlite and as4my (MySQL, MariaDB) for *sql.Tx.
 type Store[TTx any] interface {
 	// Save stores a received message, its payloads and its receipt in the
 	// inbox transaction tx. A row left for the same key by an earlier

@@ -79,14 +79,46 @@ func must[T any](t *testing.T, ctx context.Context, what string, a chromedp.Acti
 }
 
 // open navigates to a console page and waits for an element of it.
-func open(t *testing.T, ctx context.Context, e *env, path string, wait chromedp.CSS) {
+func open(t *testing.T, ctx context.Context, e browsed, path string, wait chromedp.CSS) {
 	t.Helper()
-	must(t, ctx, "open "+path, chromedp.Steps(chromedp.Navigate(e.srv.URL+path), chromedp.WaitVisible(wait)))
+	must(t, ctx, "open "+path, chromedp.Steps(chromedp.Navigate(e.url()+path), chromedp.WaitVisible(wait)))
+}
+
+// browsed is a console over a real database that TestBrowser drives:
+// env (PostgreSQL) and myEnv (MySQL, MariaDB).
+type browsed interface {
+	// url is the console's server.
+	url() string
+	// seed fills the inbox (see env.seed).
+	seed()
+	deadLetter(id, payload string) int64
+	process(msgs ...*txinbox.Message) []txinbox.Outcome
+	effects(id string) int
+	// deadLettered reports whether the scope's message id has a dead letter.
+	deadLettered(id string) bool
+	wantAudit(action, actor, reason string)
+	// httpKey stores an HTTP idempotency key's answer; false when the
+	// store keeps none (store.ReplyLister).
+	httpKey(route, key string) bool
+}
+
+func (e *env) url() string { return e.srv.URL }
+
+func (e *env) deadLettered(id string) bool {
+	in, _ := e.driver.Inspect(e.ctx, store.Key{Scope: scope, MessageID: id})
+	return in.DeadLetter != nil
 }
 
 func TestBrowser(t *testing.T) {
 	e := newEnv(t, admin)
 	ctx := browser(t, "ops", "s3cret")
+	browse(t, ctx, e)
+}
+
+// browse drives the console of e through Chromium: the overview's chart,
+// a hostile payload shown as text, a form without its token refused, a
+// replay through the page, every page, the AS4 list and the HTTP keys.
+func browse(t *testing.T, ctx context.Context, e browsed) {
 	e.seed()
 	hostile := e.deadLetter("inv-hostile", `<script>document.title="pwned";window.pwned=1</script>UNB+UNOC:3`)
 	dead := e.deadLetter("inv-42", ediSample)
@@ -119,7 +151,7 @@ func TestBrowser(t *testing.T) {
 	if body := must(t, ctx, "refusal text", chromedp.Evaluate[string](`document.body.innerText`)); !strings.Contains(body, "Forbidden: the form's token is missing") {
 		t.Errorf("a form posted without the token was answered %q, want 403 Forbidden", body)
 	}
-	if in, _ := e.driver.Inspect(e.ctx, store.Key{Scope: scope, MessageID: "inv-42"}); in.DeadLetter == nil {
+	if !e.deadLettered("inv-42") {
 		t.Fatal("a form without the token re-admitted the message")
 	}
 
@@ -165,7 +197,9 @@ func TestBrowser(t *testing.T) {
 
 	// The HTTP keys: a route's key with its stored status, and its
 	// inspection with the stored answer.
-	e.httpKey("orders", "o-1")
+	if !e.httpKey("orders", "o-1") {
+		return
+	}
 	open(t, ctx, e, "/ui/http-keys", "#route-orders")
 	screenshot(t, ctx, "http-keys")
 	if keys := must(t, ctx, "HTTP keys", chromedp.Text(chromedp.CSS("#route-orders"))); !strings.Contains(keys, "/o-1") || !strings.Contains(keys, "201") {

@@ -27,7 +27,8 @@ type Config struct {
 	// with replay, on the outbox page. Defaults to none: no outbox page.
 	Outbox outbox.Store
 	// AS4 lists the received AS4 messages with their receipts
-	// (as4view.Lister of an *as4pg.Store or *as4sqlite.Store). Defaults
+	// (as4view.Lister of an *as4pg.Store, *as4sqlite.Store or
+	// *as4my.Store). Defaults
 	// to none: no AS4 page.
 	AS4 AS4Lister
 	// EDI reads the EDI envelopes and keys of the stored payloads shown

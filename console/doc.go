@@ -10,7 +10,7 @@
 //	h, err := console.New(console.Config{
 //		Admin:   driver,                       // *pgstore.Driver or *sqlitestore.Driver
 //		Outbox:  outboxpg.New(driver),         // optional; outboxlite.New on SQLite
-//		AS4:     as4view.Lister(as4Store),     // optional: *as4pg.Store, *as4sqlite.Store
+//		AS4:     as4view.Lister(as4Store),     // optional: *as4pg.Store, *as4sqlite.Store, *as4my.Store
 //		EDI:     ediview.Read,                 // optional: the payloads' EDI keys
 //		Scopes:  []console.Scope{{Name: "invoices", Retention: 7 * 24 * time.Hour}},
 //		Sources: []console.Source{{Name: "invoices", Scope: "invoices", Ready: src.Ready, Lag: src.Lag}},

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txinbox/txinbox/console"
@@ -138,24 +137,29 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 
 // httpKey sends one request with key through httpinbox on route, over
 // the env's inbox; the handler answers 201.
-func (e *env) httpKey(route, key string) {
-	e.t.Helper()
-	in, err := httpinbox.New(e.driver, httpinbox.Config[pgx.Tx]{Logger: quiet()})
+func (e *env) httpKey(route, key string) bool { return storeHTTPKey(e.t, e.driver, route, key) }
+
+// storeHTTPKey stores, through httpinbox on driver, a 201 answer for an
+// Idempotency-Key on route.
+func storeHTTPKey[TTx any](t *testing.T, driver store.Driver[TTx], route, key string) bool {
+	t.Helper()
+	in, err := httpinbox.New(driver, httpinbox.Config[TTx]{Logger: quiet()})
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer in.Close()
-	h, err := in.Handler(httpinbox.Route[pgx.Tx]{Name: route}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h, err := in.Handler(httpinbox.Route[TTx]{Name: route}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/"+route, strings.NewReader("{}"))
 	req.Header.Set("Idempotency-Key", `"`+key+`"`)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated {
-		e.t.Fatalf("POST /%s key %s: %d %s", route, key, rec.Code, rec.Body)
+		t.Fatalf("POST /%s key %s: %d %s", route, key, rec.Code, rec.Body)
 	}
+	return true
 }

@@ -8,7 +8,7 @@ import (
 
 // AS4Lister lists the stored AS4 messages with their receipts, newest
 // first, for the AS4 page. as4view.Lister adapts an as4.Lister (as4pg,
-// as4sqlite).
+// as4sqlite, as4my).
 type AS4Lister interface {
 	ListAS4(ctx context.Context, f AS4Filter) ([]AS4Message, error)
 }

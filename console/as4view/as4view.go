@@ -1,7 +1,7 @@
 // Package as4view shows an AS4 store's messages in the web console:
-// Lister adapts an as4.Lister (*as4pg.Store, *as4sqlite.Store) to
-// console.AS4Lister. It lives apart from package console so that a
-// program without AS4 does not link the AS4 stack.
+// Lister adapts an as4.Lister (*as4pg.Store, *as4sqlite.Store,
+// *as4my.Store) to console.AS4Lister. It lives apart from package
+// console so that a program without AS4 does not link the AS4 stack.
 package as4view
 
 import (

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/txinbox/txinbox/as4/as4my"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/duration"
@@ -143,11 +144,9 @@ func purgeTables(ctx context.Context, db *clikit.InboxDB, dbf clikit.DBFlags) ([
 	}
 	var as4 as4Purger
 	var err error
-	if db.My != nil {
-		ob := db.OutboxStore()
-		return []purge.Table{{Name: "outbox_sent", Purge: ob.PurgeSent, Count: ob.SentBefore}}, nil // no AS4 tables on MySQL
-	}
 	switch {
+	case db.My != nil:
+		as4, err = as4my.New(db.My.DB(), as4my.Options{TablePrefix: dbf.Prefix})
 	case db.PG != nil:
 		as4, err = as4pg.New(db.PG.Pool(), as4pg.Options{Schema: dbf.Schema, TablePrefix: dbf.Prefix})
 	case db.SQLPG != nil:

@@ -20,8 +20,19 @@ type Tables struct {
 }
 
 // NewTables validates schema (may be empty) and prefix and names the
-// tables; store names the package in errors.
+// tables, quoted the standard way ("name"); store names the package in
+// errors.
 func NewTables(store, schemaName, prefix string) (Tables, error) {
+	return newTables(store, schemaName, prefix, `"`)
+}
+
+// NewMySQLTables validates prefix and names the tables in the
+// connection's database, quoted the MySQL way (`name`).
+func NewMySQLTables(store, prefix string) (Tables, error) {
+	return newTables(store, "", prefix, "`")
+}
+
+func newTables(store, schemaName, prefix, quote string) (Tables, error) {
 	if err := schema.ValidateIdent(store+": Options.Schema", schemaName, true); err != nil {
 		return Tables{}, err
 	}
@@ -29,9 +40,9 @@ func NewTables(store, schemaName, prefix string) (Tables, error) {
 		return Tables{}, err
 	}
 	q := func(name string) string {
-		n := `"` + prefix + name + `"`
+		n := quote + prefix + name + quote
 		if schemaName != "" {
-			n = `"` + schemaName + `".` + n
+			n = quote + schemaName + quote + "." + n
 		}
 		return n
 	}
@@ -49,8 +60,15 @@ const MessageColumns = `scope, message_key, message_id, ref_to_message_id, sent_
 	fingerprint, receipt_message_id, receipt_content_type, receipt, received_at`
 
 // PayloadColumns are the columns of a payloads row, in PayloadArgs order.
-const PayloadColumns = `scope, message_key, part_index, href, content_id, content_type, mime_type,
+const PayloadColumns = `scope, message_key, ` + PartColumns
+
+// PartColumns are a payloads row's columns after its message's key, in
+// PartArgs order.
+const PartColumns = `part_index, href, content_id, content_type, mime_type,
 	compression_type, properties, sha256, data`
+
+// Marks returns "?, ?, ..., ?" (n marks), MySQL's placeholders.
+func Marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // Placeholders returns "$1, $2, ..., $n".
 func Placeholders(n int) string {
@@ -79,6 +97,11 @@ func MessageArgs(m *as4.Received, receivedAt any) []any {
 // PayloadArgs returns the values of the payloads row of m.Parts[i]; the
 // properties are a JSON array of {"name", "type", "value"}.
 func PayloadArgs(m *as4.Received, i int) []any {
+	return append([]any{m.Scope, m.Key}, PartArgs(m, i)...)
+}
+
+// PartArgs returns the values of PartColumns for m.Parts[i].
+func PartArgs(m *as4.Received, i int) []any {
 	p := &m.Parts[i]
 	props := p.Info.Properties
 	if props == nil {
@@ -87,7 +110,7 @@ func PayloadArgs(m *as4.Received, i int) []any {
 	pj, _ := json.Marshal(props) // strings always marshal
 	sum := p.SHA256()
 	return []any{
-		m.Scope, m.Key, i, p.Info.Href, p.ContentID, p.ContentType, p.Info.Property("MimeType"),
+		i, p.Info.Href, p.ContentID, p.ContentType, p.Info.Property("MimeType"),
 		p.Info.Property("CompressionType"), string(pj), sum[:], p.Data,
 	}
 }
@@ -99,10 +122,20 @@ func first(ids []ebms.PartyID) ebms.PartyID {
 	return ids[0]
 }
 
-// ListColumns are the columns of a listing, in Listed field order.
-const ListColumns = `m.scope, m.message_key, m.message_id, m.ref_to_message_id, m.from_party, m.to_party, m.service, m.action,
-	m.conversation_id, m.soap_version, (SELECT count(*) FROM {payloads} p WHERE p.scope = m.scope AND p.message_key = m.message_key),
+// ListColumns are the columns of a listing, in Listed field order, for
+// payloads rows that carry their message's key.
+const ListColumns = listHead + `(SELECT count(*) FROM {payloads} p WHERE p.scope = m.scope AND p.message_key = m.message_key)` + listTail
+
+// ListColumnsByRef are ListColumns for payloads rows that reference their
+// message by its id (message_ref, as4my's layout).
+const ListColumnsByRef = listHead + `(SELECT count(*) FROM {payloads} p WHERE p.message_ref = m.id)` + listTail
+
+const (
+	listHead = `m.scope, m.message_key, m.message_id, m.ref_to_message_id, m.from_party, m.to_party, m.service, m.action,
+	m.conversation_id, m.soap_version, `
+	listTail = `,
 	m.receipt_message_id, m.receipt_content_type, m.receipt`
+)
 
 // ListDest returns the scan destinations of ListColumns for l (without
 // received_at, whose form the store decides).

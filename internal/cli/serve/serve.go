@@ -16,6 +16,7 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4effect"
+	"github.com/txinbox/txinbox/as4/as4my"
 	"github.com/txinbox/txinbox/as4/as4pg"
 	"github.com/txinbox/txinbox/as4/as4sqlite"
 	"github.com/txinbox/txinbox/effect"
@@ -312,8 +313,12 @@ func runServe(ctx context.Context, env *clikit.Env, o serveOptions) int {
 		})
 	}
 	if db.My != nil {
-		return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(context.Context) (as4.Store[*sql.Tx], error) {
-			return nil, errors.New("the AS4 endpoint's tables are not available on MySQL or MariaDB yet: use PostgreSQL or SQLite for --as4-listen")
+		return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
+			st, err := as4my.New(db.My.DB(), as4my.Options{TablePrefix: o.db.Prefix})
+			if err == nil {
+				err = st.Migrate(ctx)
+			}
+			return st, err
 		})
 	}
 	return serveWith[*sql.Tx](ctx, env, &o, db, db.SQL, func(ctx context.Context) (as4.Store[*sql.Tx], error) {
