@@ -10,15 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
-	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/sourcetest"
-	"github.com/txinbox/txinbox/store"
 )
 
 // brokerURL is the RabbitMQ the tests use: TXINBOX_AMQP_URL, or the one
@@ -189,9 +186,9 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 const idHeader = "message-id"
 
 // Consume keys on message_id, or on the idHeader header when it is set.
-func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
+func (b *broker) Consume(ctx context.Context, inbox sourcetest.Inbox) error {
 	header := amqp.HeaderKey(idHeader)
-	proc, err := txinbox.NewProcessor(d, inbox)
+	proc, err := inbox.Processor()
 	if err != nil {
 		return err
 	}
