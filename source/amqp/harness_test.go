@@ -72,6 +72,16 @@ func TestConformance(t *testing.T) {
 	t.Run("classic", func(t *testing.T) { sourcetest.Run(t, harness(false)) })
 }
 
+// TestConformanceMariaDB runs the suite over a quorum queue with the inbox
+// on MariaDB (store/mysqlstore, TXINBOX_MYSQL_URL).
+func TestConformanceMariaDB(t *testing.T) {
+	requireRabbitMQ(t)
+	h := harness(true)
+	h.Name += " on MariaDB"
+	h.Store = sourcetest.MySQLStore
+	sourcetest.Run(t, h)
+}
+
 // broker is one queue with its dead-letter exchange and queue; consumers
 // connect through a proxy that Interrupt cuts.
 type broker struct {
