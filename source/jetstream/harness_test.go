@@ -74,6 +74,15 @@ func TestConformance(t *testing.T) {
 	sourcetest.Run(t, harness)
 }
 
+// TestConformancePgDBStore runs the suite with the inbox on pgdbstore
+// (database/sql on pgx's stdlib).
+func TestConformancePgDBStore(t *testing.T) {
+	h := harness
+	h.Name += " on pgdbstore"
+	h.Store = sourcetest.PgDBStore
+	sourcetest.Run(t, h)
+}
+
 // TestConformanceMariaDB runs the suite, hostile, outage and SIGKILL
 // parts included, with the inbox on MariaDB (store/mysqlstore, a database
 // per test on TXINBOX_MYSQL_URL; a missing server fails the test under

@@ -58,7 +58,7 @@ func (m *mysqlDatabase) migrate(ctx context.Context) error {
 }
 
 func (m *mysqlDatabase) processor(s settings) (source.Processor, error) {
-	return newProcessor(m.driver, configOf(s, func(tx *sql.Tx) txn { return sqlTx{tx} }))
+	return newProcessor(m.driver, configOf(s, func(tx *sql.Tx) txn { return sqlTx{tx, `INSERT INTO effects (message_id) VALUES (?)`} }))
 }
 
 func (m *mysqlDatabase) effects(ctx context.Context) (map[string]int, error) {
@@ -165,10 +165,14 @@ func (m *mysqlDatabase) terminateSessions(t *testing.T, _ string) {
 }
 
 // sqlTx is a *sql.Tx as a txn.
-type sqlTx struct{ tx *sql.Tx }
+type sqlTx struct {
+	tx *sql.Tx
+	// insert is the effect's INSERT, with the driver's placeholder.
+	insert string
+}
 
 func (t sqlTx) effect(ctx context.Context, id string) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO effects (message_id) VALUES (?)`, id)
+	_, err := t.tx.ExecContext(ctx, t.insert, id)
 	return err
 }
 

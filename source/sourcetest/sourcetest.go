@@ -113,7 +113,8 @@ type Harness struct {
 	// a pooler refuses the search_path of a schema per test. Defaults to
 	// "": the test database, a schema per test. PgStore only.
 	DatabaseURL string
-	// Store is the store the inbox lives in: PgStore (the default) or
-	// MySQLStore (a database per test on MariaDB or MySQL).
+	// Store is the store the inbox lives in: PgStore (the default),
+	// PgDBStore (database/sql on PostgreSQL) or MySQLStore (a database
+	// per test on MariaDB or MySQL).
 	Store Store
 }

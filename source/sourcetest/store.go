@@ -23,12 +23,18 @@ const (
 	// internal/mysqltest reaches (TXINBOX_MYSQL_URL), a database per
 	// test; its connections run each batch as an XA transaction.
 	MySQLStore
+	// PgDBStore is store/pgdbstore (database/sql on pgx's stdlib) on the
+	// PostgreSQL test database, a schema per test.
+	PgDBStore
 )
 
 // String names the store in test messages.
 func (s Store) String() string {
-	if s == MySQLStore {
+	switch s {
+	case MySQLStore:
 		return "mysqlstore"
+	case PgDBStore:
+		return "pgdbstore"
 	}
 	return "pgstore"
 }
@@ -140,8 +146,11 @@ type testDatabase interface {
 // hostileHandlersOf are the store's hostile handlers, each with what it
 // must come to on that store.
 func hostileHandlersOf(s Store) []hostileHandler {
-	if s == MySQLStore {
+	switch s {
+	case MySQLStore:
 		return mysqlHostileHandlers()
+	case PgDBStore:
+		return pgdbHostileHandlers()
 	}
 	return pgHostileHandlers()
 }
@@ -167,16 +176,22 @@ type childDB struct {
 // inbox migrated and its effects table created.
 func newTestDatabase(t *testing.T, h Harness) testDatabase {
 	t.Helper()
-	if h.Store == MySQLStore {
+	switch h.Store {
+	case MySQLStore:
 		return newMySQLDatabase(t)
+	case PgDBStore:
+		return newPgDBDatabase(t)
 	}
 	return newPgDatabase(t, h.DatabaseURL)
 }
 
 // openChild opens the database that c describes, in a child process.
 func openChild(ctx context.Context, c childDB) (database, error) {
-	if c.Store == MySQLStore {
+	switch c.Store {
+	case MySQLStore:
 		return openMySQLChild(ctx, c.URL)
+	case PgDBStore:
+		return openPgDBChild(ctx, c)
 	}
 	return openPgChild(ctx, c)
 }
