@@ -9,16 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
-	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/amqptest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/source/amqp"
 	"github.com/txinbox/txinbox/source/sourcetest"
-	"github.com/txinbox/txinbox/store"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +41,16 @@ func TestConformance(t *testing.T) {
 	amqptest.Require(t)
 	t.Run("quorum", func(t *testing.T) { sourcetest.Run(t, harness(true)) })
 	t.Run("classic", func(t *testing.T) { sourcetest.Run(t, harness(false)) })
+}
+
+// TestConformanceMariaDB runs the suite over a quorum queue with the inbox
+// on MariaDB (store/mysqlstore, TXINBOX_MYSQL_URL).
+func TestConformanceMariaDB(t *testing.T) {
+	amqptest.Require(t)
+	h := harness(true)
+	h.Name += " on MariaDB"
+	h.Store = sourcetest.MySQLStore
+	sourcetest.Run(t, h)
 }
 
 // broker is one queue with its dead-letter exchange and queue; consumers
@@ -160,9 +167,9 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 const idHeader = "message-id"
 
 // Consume keys on message_id, or on the idHeader header when it is set.
-func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
+func (b *broker) Consume(ctx context.Context, inbox sourcetest.Inbox) error {
 	header := amqp.HeaderKey(idHeader)
-	proc, err := txinbox.NewProcessor(d, inbox)
+	proc, err := inbox.Processor()
 	if err != nil {
 		return err
 	}

@@ -10,16 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/jetstream"
 	"github.com/txinbox/txinbox/source/sourcetest"
-	"github.com/txinbox/txinbox/store"
 )
 
 // natsAddr is the embedded server of the test process (parent only).
@@ -75,6 +72,26 @@ var harness = sourcetest.Harness{
 
 func TestConformance(t *testing.T) {
 	sourcetest.Run(t, harness)
+}
+
+// TestConformancePgDBStore runs the suite with the inbox on pgdbstore
+// (database/sql on pgx's stdlib).
+func TestConformancePgDBStore(t *testing.T) {
+	h := harness
+	h.Name += " on pgdbstore"
+	h.Store = sourcetest.PgDBStore
+	sourcetest.Run(t, h)
+}
+
+// TestConformanceMariaDB runs the suite, hostile, outage and SIGKILL
+// parts included, with the inbox on MariaDB (store/mysqlstore, a database
+// per test on TXINBOX_MYSQL_URL; a missing server fails the test under
+// TXINBOX_REQUIRE_MYSQL=1 or CI=true).
+func TestConformanceMariaDB(t *testing.T) {
+	h := harness
+	h.Name += " on MariaDB"
+	h.Store = sourcetest.MySQLStore
+	sourcetest.Run(t, h)
 }
 
 // broker is one stream of the embedded server; consumers connect through a
@@ -156,8 +173,8 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 
 // Consume keys on the Nats-Msg-Id header only, so that a message without
 // it is dead-lettered as the suite expects.
-func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
-	proc, err := txinbox.NewProcessor(d, inbox)
+func (b *broker) Consume(ctx context.Context, inbox sourcetest.Inbox) error {
+	proc, err := inbox.Processor()
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/testdb"
 )
 
 const envChild = "TXINBOX_SOURCETEST_CHILD"
@@ -37,10 +33,9 @@ const (
 
 // childSpec tells a child process what to consume and where to stop.
 type childSpec struct {
-	Desc   string `json:"desc"`
-	Schema string `json:"schema"`
-	URL    string `json:"url"` // the inbox database's, with Harness.DatabaseURL
-	Crash  string `json:"crash"`
+	Desc  string  `json:"desc"`
+	DB    childDB `json:"db"`
+	Crash string  `json:"crash"`
 }
 
 // RunChild must be called first in the TestMain of a package that runs the
@@ -63,22 +58,7 @@ func runChild(h Harness, specJSON string) error {
 		return err
 	}
 	ctx := context.Background()
-	url := spec.URL
-	if url == "" {
-		url = testdb.URL()
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	if spec.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = spec.Schema
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	d, err := openInbox(ctx, pool)
+	db, err := openChild(ctx, spec.DB)
 	if err != nil {
 		return err
 	}
@@ -86,20 +66,21 @@ func runChild(h Harness, specJSON string) error {
 	if err != nil {
 		return err
 	}
-	inbox := txinbox.Config[pgx.Tx]{Scope: scope, Handler: insertEffect, MaxBatchSize: 20, Logger: quietLogger()}
+	effect := func(ctx context.Context, tx txn, m *txinbox.Message) error { return tx.effect(ctx, m.ID) }
+	inbox := Inbox{Scope: scope, Logger: quietLogger(), db: db, s: settings{handler: effect, maxBatchSize: 20}}
 	switch spec.Crash {
 	case crashInHandler:
-		inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-			if err := insertEffect(ctx, tx, m); err != nil {
+		inbox.s.handler = func(ctx context.Context, tx txn, m *txinbox.Message) error {
+			if err := effect(ctx, tx, m); err != nil {
 				return err
 			}
 			stopHere()
 			return nil
 		}
 	case crashAfterCommit:
-		inbox.Hooks = []txinbox.Hook{crashHook{}}
+		inbox.s.hooks = []txinbox.Hook{crashHook{}}
 	}
-	return b.Consume(ctx, d, inbox)
+	return b.Consume(ctx, inbox)
 }
 
 var crashOnce sync.Once
@@ -127,7 +108,7 @@ func (crashHook) OnBatch(_ context.Context, info txinbox.BatchInfo) {
 // SIGKILLs it.
 func (f *fixture) killChildAt(crash string) {
 	f.t.Helper()
-	spec, _ := json.Marshal(childSpec{Desc: f.desc, Schema: f.schema, URL: f.url, Crash: crash}) // strings only
+	spec, _ := json.Marshal(childSpec{Desc: f.desc, DB: f.db.child(), Crash: crash}) // strings only
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
 	var stderr strings.Builder

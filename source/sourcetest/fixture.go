@@ -9,109 +9,52 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/internal/testdb"
-	"github.com/txinbox/txinbox/store/pgstore"
 )
 
 // scope is the inbox scope of every consumer of the suite.
 const scope = "sourcetest"
 
-// fixture is one test's destination, inbox schema and observations.
+// fixture is one test's destination, inbox database and observations.
 type fixture struct {
 	t      *testing.T
 	h      Harness
 	broker Broker
 	desc   string
-	schema string
-	// url is the inbox database's URL with Harness.DatabaseURL, where
-	// the schema is empty; "" otherwise.
-	url    string
-	pool   *pgxpool.Pool
-	driver *pgstore.Driver
+	db     testDatabase
 	seen   *observer
 }
 
 func newFixture(t *testing.T, h Harness) *fixture {
 	t.Helper()
-	admin := testdb.Require(t)
-	f := &fixture{t: t, h: h, seen: newObserver()}
-	if h.DatabaseURL != "" {
-		f.url = testdb.WithDatabase(t, h.DatabaseURL, testdb.NewDatabase(t, admin))
-		f.pool = openPool(t, f.url)
-	} else {
-		f.schema = testdb.NewSchema(t, admin)
-		f.pool = testdb.PoolIn(t, f.schema, 8)
-	}
-	d, err := openInbox(context.Background(), f.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.driver = d
+	f := &fixture{t: t, h: h, seen: newObserver(), db: newTestDatabase(t, h)}
 	f.broker, f.desc = h.New(t)
 	return f
 }
 
-// openPool opens a pool of 8 connections on url, closed at cleanup.
-func openPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// openInbox migrates the inbox in the pool's schema and creates the
-// effects table. It has no unique constraint: only the inbox stands
-// between a redelivery and a second effect.
-func openInbox(ctx context.Context, pool *pgxpool.Pool) (*pgstore.Driver, error) {
-	d, err := pgstore.New(pool, pgstore.Options{})
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Migrate(ctx); err != nil {
-		return nil, err
-	}
-	_, err = pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS effects (seq bigserial, message_id text NOT NULL)`)
-	return d, err
-}
-
-// insertEffect is the suite's side effect: one row per handled message.
-func insertEffect(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-	_, err := tx.Exec(ctx, `INSERT INTO effects (message_id) VALUES ($1)`, m.ID)
-	return err
-}
-
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// inbox returns the processor configuration of the suite's consumers: the
-// effect handler (then fail, if set), a short backoff and the observer.
-func (f *fixture) inbox(fail func(*txinbox.Message) error) txinbox.Config[pgx.Tx] {
-	return txinbox.Config[pgx.Tx]{
-		Scope: scope,
-		Handler: func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-			if err := insertEffect(ctx, tx, m); err != nil {
-				return err
-			}
-			if fail != nil {
-				return fail(m)
-			}
-			return nil
+// inbox returns the processor of the suite's consumers: the effect
+// handler (then fail, if set), a short backoff and the observer.
+func (f *fixture) inbox(fail func(*txinbox.Message) error) Inbox {
+	return Inbox{
+		Scope:  scope,
+		Logger: quietLogger(),
+		s: settings{
+			handler: func(ctx context.Context, tx txn, m *txinbox.Message) error {
+				if err := tx.effect(ctx, m.ID); err != nil {
+					return err
+				}
+				if fail != nil {
+					return fail(m)
+				}
+				return nil
+			},
+			maxBatchSize: 20,
+			backoff:      func(int) time.Duration { return 50 * time.Millisecond },
+			hooks:        []txinbox.Hook{f.seen},
 		},
-		MaxBatchSize: 20,
-		Backoff:      func(int) time.Duration { return 50 * time.Millisecond },
-		Hooks:        []txinbox.Hook{f.seen},
-		Logger:       quietLogger(),
+		db: f.db,
 	}
 }
 
@@ -122,10 +65,10 @@ type consumer struct {
 }
 
 // startConsumer runs the source in a goroutine until stop.
-func (f *fixture) startConsumer(inbox txinbox.Config[pgx.Tx]) *consumer {
+func (f *fixture) startConsumer(inbox Inbox) *consumer {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &consumer{cancel: cancel, done: make(chan error, 1)}
-	go func() { c.done <- f.broker.Consume(ctx, f.driver, inbox) }()
+	go func() { c.done <- f.broker.Consume(ctx, inbox) }()
 	f.t.Cleanup(c.stopQuietly)
 	return c
 }
@@ -162,22 +105,9 @@ func (f *fixture) publish(msgs ...Message) {
 // effects counts the committed effect rows per message id.
 func (f *fixture) effects() map[string]int {
 	f.t.Helper()
-	rows, err := f.pool.Query(context.Background(), `SELECT message_id, count(*) FROM effects GROUP BY message_id`)
+	m, err := f.db.effects(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]any, err error) {
-		var id string
-		var n int
-		err = r.Scan(&id, &n)
-		return [2]any{id, n}, err
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	m := make(map[string]int, len(got))
-	for _, kv := range got {
-		m[kv[0].(string)] = kv[1].(int)
 	}
 	return m
 }

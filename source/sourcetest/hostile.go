@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/store"
 )
@@ -24,96 +22,77 @@ const isolationTimeout = 20 * time.Second
 
 // hostileHandler is one way a handler can break the transaction it was
 // given. Each first writes the suite's effect, so that an effect committed
-// without its inbox row, or an inbox row without its effect, shows.
+// without its inbox row, or an inbox row without its effect, shows. Each
+// store has its list (hostileHandlersOf), as what breaks a
+// transaction differs: PostgreSQL aborts it after a failed statement,
+// MySQL does not.
 type hostileHandler struct {
-	name   string
-	reason string // in the culprit's dead-letter error
-	run    func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error
+	name string
+	// reason is in the culprit's dead-letter error.
+	reason string
+	// processed: the store is not harmed by what the handler did, and
+	// the culprit is processed like any other message (reason unused).
+	processed bool
+	run       handler
 }
 
-var hostileHandlers = []hostileHandler{
-	// PostgreSQL aborts the transaction (SQLSTATE 25P02): the next
-	// statement of the batch fails, whoever sends it.
-	{"SwallowsFailedStatement", "SQLSTATE 25P02", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
+// effectThen is a hostile handler that writes the effect and then runs
+// hostile, returning nil (the handler swallows what hostile returns).
+func effectThen(hostile func(ctx context.Context, tx txn) error) handler {
+	return func(ctx context.Context, tx txn, m *txinbox.Message) error {
+		if err := tx.effect(ctx, m.ID); err != nil {
 			return err
 		}
-		_, _ = tx.Exec(ctx, `INSERT INTO sourcetest_no_such_table VALUES (1)`)
+		_ = hostile(ctx, tx)
 		return nil
-	}},
-	{"CallsCommit", "tx.Commit", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
+	}
+}
+
+// effectThenReturn is effectThen returning what hostile returns.
+func effectThenReturn(hostile func(ctx context.Context, tx txn) error) handler {
+	return func(ctx context.Context, tx txn, m *txinbox.Message) error {
+		if err := tx.effect(ctx, m.ID); err != nil {
 			return err
 		}
-		_ = tx.Commit(ctx)
-		return nil
-	}},
-	{"CallsRollback", "tx.Rollback", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		_ = tx.Rollback(ctx)
-		return nil
-	}},
-	{"RunsCOMMIT", "COMMIT or ROLLBACK as SQL", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		_, _ = tx.Exec(ctx, `COMMIT`)
-		return nil
-	}},
-	{"RunsROLLBACK", "COMMIT or ROLLBACK as SQL", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		_, _ = tx.Exec(ctx, `ROLLBACK`)
-		return nil
-	}},
-	{"Panics", "panicked", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		panic("sourcetest: a handler bug")
-	}},
-	// pgx closes the connection when a statement's context expires.
-	{"OwnDeadline", "deadline", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
+		return hostile(ctx, tx)
+	}
+}
+
+// withDeadline runs query under a deadline of 50 ms.
+func withDeadline(query string) func(ctx context.Context, tx txn) error {
+	return func(ctx context.Context, tx txn) error {
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		_, err := tx.Exec(short, `SELECT pg_sleep(10)`)
+		return tx.exec(short, query)
+	}
+}
+
+// execs runs query.
+func execs(query string) func(ctx context.Context, tx txn) error {
+	return func(ctx context.Context, tx txn) error { return tx.exec(ctx, query) }
+}
+
+func commits(ctx context.Context, tx txn) error   { return tx.commit(ctx) }
+func rollsBack(ctx context.Context, tx txn) error { return tx.rollback(ctx) }
+
+func panics(ctx context.Context, tx txn, m *txinbox.Message) error {
+	if err := tx.effect(ctx, m.ID); err != nil {
 		return err
-	}},
-	// The server ends the handler's own session (as a statement that
-	// crashes its backend would) while the database stays up: not an
-	// outage, so the message is suspected, then blamed when its handler
-	// loses the connection again run alone.
-	{"TerminatesItsBackend", "closed twice in a row", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
-		return err
-	}},
-	{"OwnDeadlineSwallowed", "connection was closed", func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if err := insertEffect(ctx, tx, m); err != nil {
-			return err
-		}
-		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		defer cancel()
-		_, _ = tx.Exec(short, `SELECT pg_sleep(10)`)
-		return nil
-	}},
+	}
+	panic("sourcetest: a handler bug")
 }
 
 // testHostileHandlers runs each hostile handler as one message's handler
 // among innocent ones, each case on a destination of its own.
 func testHostileHandlers(t *testing.T, h Harness) {
-	for _, hc := range hostileHandlers {
+	for _, hc := range hostileHandlersOf(h.Store) {
 		t.Run(hc.name, func(t *testing.T) {
 			f := newFixture(t, h)
 			culprit := Message{ID: "culprit", Body: []byte("culprit " + hc.name)}
+			if hc.processed {
+				f.harmless(culprit, hc.run)
+				return
+			}
 			f.isolate(culprit, hc.run, func(dl store.DeadLetterRecord) error {
 				if !strings.Contains(dl.LastError, hc.reason) {
 					return fmt.Errorf("last error %q does not name %q", dl.LastError, hc.reason)
@@ -189,8 +168,8 @@ func testHostileInputs(t *testing.T, h Harness) {
 				t.Skipf("%s does not declare that its transport carries this input", h.Name)
 			}
 			f := newFixture(t, h)
-			run := func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-				if err := insertEffect(ctx, tx, m); err != nil {
+			run := func(ctx context.Context, tx txn, m *txinbox.Message) error {
+				if err := tx.effect(ctx, m.ID); err != nil {
 					return err
 				}
 				if hc.handler != nil {
@@ -210,45 +189,9 @@ func testHostileInputs(t *testing.T, h Harness) {
 // culprit's effect never commits, and that the culprit is dead-lettered
 // alone (in the database and, if the broker has one, its dead-letter
 // destination) with a dead letter that check accepts.
-func (f *fixture) isolate(culprit Message, run func(context.Context, pgx.Tx, *txinbox.Message) error, check func(store.DeadLetterRecord) error) {
+func (f *fixture) isolate(culprit Message, run handler, check func(store.DeadLetterRecord) error) {
 	f.t.Helper()
-	msgs, innocent := messages("inn", 8)
-	f.publish(slices.Concat(msgs[:4], []Message{culprit}, msgs[4:])...)
-	inbox := f.inbox(nil)
-	inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		if m.ID == culprit.ID {
-			return run(ctx, tx, m)
-		}
-		return insertEffect(ctx, tx, m)
-	}
-	inbox.MaxAttempts = 2
-	c := f.startConsumer(inbox)
-
-	// The late messages are published once the culprit had its first
-	// outcome (or after a while without one: a stalled source).
-	deadline := time.Now().Add(isolationTimeout / 2)
-	for len(f.seen.of(culprit.ID)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	late, lateIDs := messages("late", 4)
-	f.publish(late...)
-	all := slices.Concat(innocent, lateIDs)
-
-	f.waitForIsolation("the innocent and late messages acked, the culprit dead-lettered", all, culprit.ID, func() bool {
-		for _, id := range all {
-			if !slices.ContainsFunc(f.seen.of(id), txinbox.Outcome.Ack) {
-				return false
-			}
-		}
-		return slices.Contains(f.seen.of(culprit.ID), txinbox.DeadLettered)
-	})
-	f.waitForIsolation("nothing pending", all, culprit.ID, func() bool {
-		n, err := f.broker.Pending(context.Background())
-		return err == nil && n == 0
-	})
-	f.stop(c)
-	f.wantPending(0)
-
+	all := f.runAmongInnocents(culprit, run, func() bool { return slices.Contains(f.seen.of(culprit.ID), txinbox.DeadLettered) })
 	f.wantExactlyOnce(all) // the culprit's effect never committed
 	for _, id := range all {
 		if got := f.seen.of(id); slices.Contains(got, txinbox.DeadLettered) || slices.Contains(got, txinbox.Drift) {
@@ -258,7 +201,7 @@ func (f *fixture) isolate(culprit Message, run func(context.Context, pgx.Tx, *tx
 	if got := f.seen.of(culprit.ID); slices.Contains(got, txinbox.Processed) {
 		f.t.Errorf("%s: culprit outcomes %v, it must never be processed", f.h.Name, got)
 	}
-	dls, err := f.driver.ListDeadLetters(context.Background(), store.ListFilter{Scope: scope})
+	dls, err := f.db.deadLetters(context.Background(), scope)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -275,6 +218,75 @@ func (f *fixture) isolate(culprit Message, run func(context.Context, pgx.Tx, *tx
 	if f.h.Features.DeadLetterDestination {
 		f.wantBrokerDeadLetters(culprit.Body)
 	}
+}
+
+// harmless is isolate for a culprit whose handler does not harm the
+// store's transaction: it is processed, its effect committed once, like
+// every innocent message, and nothing is dead-lettered.
+func (f *fixture) harmless(culprit Message, run handler) {
+	f.t.Helper()
+	all := f.runAmongInnocents(culprit, run, func() bool {
+		return slices.ContainsFunc(f.seen.of(culprit.ID), txinbox.Outcome.Ack)
+	})
+	f.wantExactlyOnce(append(all, culprit.ID))
+	for _, id := range append(all, culprit.ID) {
+		if got := f.seen.of(id); !slices.Equal(got, []txinbox.Outcome{txinbox.Processed}) {
+			f.t.Errorf("%s: %s had outcomes %v, want [processed]", f.h.Name, id, got)
+		}
+	}
+	dls, err := f.db.deadLetters(context.Background(), scope)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, dl := range dls {
+		f.t.Errorf("%s: %q dead-lettered: %s", f.h.Name, dl.MessageID, dl.LastError)
+	}
+}
+
+// runAmongInnocents publishes four innocent messages, the culprit
+// (handled by run) and four more, and once the culprit was seen four late
+// messages; it consumes until every innocent and late message was acked
+// and culpritDone holds, and nothing is pending. It returns the innocent
+// and late ids.
+func (f *fixture) runAmongInnocents(culprit Message, run handler, culpritDone func() bool) []string {
+	f.t.Helper()
+	msgs, innocent := messages("inn", 8)
+	f.publish(slices.Concat(msgs[:4], []Message{culprit}, msgs[4:])...)
+	inbox := f.inbox(nil)
+	inbox.s.handler = func(ctx context.Context, tx txn, m *txinbox.Message) error {
+		if m.ID == culprit.ID {
+			return run(ctx, tx, m)
+		}
+		return tx.effect(ctx, m.ID)
+	}
+	inbox.s.maxAttempts = 2
+	c := f.startConsumer(inbox)
+
+	// The late messages are published once the culprit had its first
+	// outcome (or after a while without one: a stalled source).
+	deadline := time.Now().Add(isolationTimeout / 2)
+	for len(f.seen.of(culprit.ID)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	late, lateIDs := messages("late", 4)
+	f.publish(late...)
+	all := slices.Concat(innocent, lateIDs)
+
+	f.waitForIsolation("the innocent and late messages acked, the culprit done", all, culprit.ID, func() bool {
+		for _, id := range all {
+			if !slices.ContainsFunc(f.seen.of(id), txinbox.Outcome.Ack) {
+				return false
+			}
+		}
+		return culpritDone()
+	})
+	f.waitForIsolation("nothing pending", all, culprit.ID, func() bool {
+		n, err := f.broker.Pending(context.Background())
+		return err == nil && n == 0
+	})
+	f.stop(c)
+	f.wantPending(0)
+	return all
 }
 
 // waitForIsolation is waitFor with a report, on timeout, of the ids that

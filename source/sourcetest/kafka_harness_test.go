@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -24,9 +23,9 @@ import (
 
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/internal/kafkatest"
+	"github.com/txinbox/txinbox/source"
 	"github.com/txinbox/txinbox/source/kafka"
 	"github.com/txinbox/txinbox/source/sourcetest"
-	"github.com/txinbox/txinbox/store"
 )
 
 // The Kafka harness runs the broker suite against source/kafka on kfake
@@ -138,11 +137,10 @@ type kafkaBroker struct {
 	// ServerSide runs the group on KIP-848's consumer protocol.
 	ServerSide bool `json:"server_side"`
 	cutter     kafkatest.Cutter
-	// inbox is the driver and scope of the last in-process consumer, for
-	// the partition watermark (see Pending).
-	mu    sync.Mutex
-	inbox store.Driver[pgx.Tx]
-	scope string
+	// proc is the processor of the last in-process consumer, for the
+	// partition watermark (see Pending).
+	mu   sync.Mutex
+	proc source.Processor
 }
 
 func (b *kafkaBroker) deadLetterTopic() string { return b.Topic + "-dlq" }
@@ -212,20 +210,20 @@ func (b *kafkaBroker) Publish(ctx context.Context, msgs ...sourcetest.Message) e
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
-func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
-	b.mu.Lock()
-	b.inbox, b.scope = d, inbox.Scope
-	b.mu.Unlock()
+func (b *kafkaBroker) Consume(ctx context.Context, inbox sourcetest.Inbox) error {
 	session := time.Second // short: a SIGKILLed member leaves the group quickly
 	inbox.Ordered = true   // a failed record holds back its partition
 	var key kafka.Key = kafka.HeaderKey("message-id")
 	if b.Watermark {
-		key, inbox = kafka.OffsetWatermark, publishedIDs(inbox)
+		key, inbox.Rename = kafka.OffsetWatermark, published
 	}
-	proc, err := txinbox.NewProcessor(d, inbox)
+	proc, err := inbox.Processor()
 	if err != nil {
 		return err
 	}
+	b.mu.Lock()
+	b.proc = proc
+	b.mu.Unlock()
 	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(session / 10),
 		kgo.RebalanceTimeout(3 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond)}
 	if b.Real {
@@ -255,11 +253,11 @@ func (b *kafkaBroker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox
 func (b *kafkaBroker) Pending(ctx context.Context) (int, error) {
 	watermarks := map[int32]int64{}
 	b.mu.Lock()
-	d, scope := b.inbox, b.scope
+	proc := b.proc
 	b.mu.Unlock()
-	if d != nil {
+	if proc != nil {
 		var err error
-		if watermarks, err = d.Checkpoints(ctx, scope, b.Topic); err != nil {
+		if watermarks, err = proc.Checkpoints(ctx, b.Topic); err != nil {
 			return 0, err
 		}
 	}
@@ -340,32 +338,6 @@ func (b *kafkaBroker) DeadLetters(ctx context.Context) ([][]byte, error) {
 	return bodies, nil
 }
 
-// publishedIDs shows the suite's handler and outcome hooks each message
-// with its published id (the message-id header) as its ID: with offsets as
-// the inbox the inbox's id is the record's offset, while the suite counts
-// effects and outcomes by the ids it published. A record without the
-// header fails permanently, as one without a key does with a header key.
-// Hooks other than outcome hooks are kept as they are.
-func publishedIDs(inbox txinbox.Config[pgx.Tx]) txinbox.Config[pgx.Tx] {
-	handler := inbox.Handler
-	inbox.Handler = func(ctx context.Context, tx pgx.Tx, m *txinbox.Message) error {
-		pm, ok := published(m)
-		if !ok {
-			return txinbox.Permanent(txinbox.ErrNoMessageID)
-		}
-		return handler(ctx, tx, pm)
-	}
-	hooks := make([]txinbox.Hook, len(inbox.Hooks))
-	for i, h := range inbox.Hooks {
-		hooks[i] = h
-		if oh, ok := h.(txinbox.OutcomeHook); ok {
-			hooks[i] = publishedOutcomes{oh}
-		}
-	}
-	inbox.Hooks = hooks
-	return inbox
-}
-
 // published returns a copy of m whose ID is its message-id header.
 func published(m *txinbox.Message) (*txinbox.Message, bool) {
 	for _, h := range m.Headers {
@@ -376,12 +348,4 @@ func published(m *txinbox.Message) (*txinbox.Message, bool) {
 		}
 	}
 	return m, false
-}
-
-// publishedOutcomes reports outcomes under the published ids.
-type publishedOutcomes struct{ h txinbox.OutcomeHook }
-
-func (p publishedOutcomes) OnOutcome(ctx context.Context, m *txinbox.Message, res txinbox.Result) {
-	pm, _ := published(m)
-	p.h.OnOutcome(ctx, pm, res)
 }

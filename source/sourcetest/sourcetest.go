@@ -13,8 +13,12 @@
 // cannot store as text (a NUL or invalid UTF-8 in the id, a 5 kB id, a NUL
 // in a header value), each among innocent messages: every innocent message
 // takes effect exactly once, the culprit is dead-lettered alone with its
-// reason, and messages published after it are processed. The inbox lives in a real PostgreSQL schema
-// of its own (internal/testdb), and the crash tests run the consumer in a
+// reason, and messages published after it are processed. The inbox lives
+// in a real database of its own, on the store the harness names
+// (Harness.Store): a PostgreSQL schema (internal/testdb, store/pgstore) or
+// a MariaDB or MySQL database (internal/mysqltest, store/mysqlstore), where
+// the hostile handlers are the ones that break a transaction there, each
+// with what the store makes of it. The crash tests run the consumer in a
 // child process: the test binary re-executed, see RunChild.
 package sourcetest
 
@@ -22,10 +26,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/store"
 )
 
 // Features declares what a broker offers, so that the suite runs only the
@@ -77,9 +78,9 @@ type Broker interface {
 	// Publish sends msgs to the destination, in order.
 	Publish(ctx context.Context, msgs ...Message) error
 	// Consume runs the source under test on the destination, processing
-	// through a processor on driver configured with inbox, until ctx is
-	// done; it returns once the source has stopped (its acks sent).
-	Consume(ctx context.Context, driver store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error
+	// through the processor inbox.Processor returns, until ctx is done;
+	// it returns once the source has stopped (its acks sent).
+	Consume(ctx context.Context, inbox Inbox) error
 	// Pending counts the messages not acked yet, delivered or not. With
 	// a consumer running it may leave out what the consumer holds
 	// unacked (RabbitMQ counts ready messages only); the suite's final
@@ -110,6 +111,10 @@ type Harness struct {
 	// say). Each test then gets a database of its own (created on the
 	// test database's server, reached through the URL with its name), as
 	// a pooler refuses the search_path of a schema per test. Defaults to
-	// "": the test database, a schema per test.
+	// "": the test database, a schema per test. PgStore only.
 	DatabaseURL string
+	// Store is the store the inbox lives in: PgStore (the default),
+	// PgDBStore (database/sql on PostgreSQL) or MySQLStore (a database
+	// per test on MariaDB or MySQL).
+	Store Store
 }

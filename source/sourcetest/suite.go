@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/store"
 )
 
 // Run runs the conformance suite against the source that h adapts. Tests
@@ -53,7 +50,7 @@ func redelivery(f Features) bool { return f.Redelivery }
 // set) holds, and then until the broker holds nothing unacked: a message
 // whose ack was lost (a cut, a crash) comes back only after the broker's
 // ack deadline. It stops the consumer and checks that nothing came back.
-func (f *fixture) drain(inbox txinbox.Config[pgx.Tx], want int, cond func() bool) {
+func (f *fixture) drain(inbox Inbox, want int, cond func() bool) {
 	f.t.Helper()
 	c := f.startConsumer(inbox)
 	f.waitFor("acked outcomes", 40*time.Second, func() bool {
@@ -131,7 +128,7 @@ func testRetry(f *fixture) {
 		}
 		return nil
 	})
-	inbox.MaxBatchSize = 1
+	inbox.s.maxBatchSize = 1
 	f.drain(inbox, len(msgs), nil)
 	f.wantExactlyOnce(ids)
 	if got := f.seen.of(ids[3]); !slices.Equal(got, []txinbox.Outcome{txinbox.Retry, txinbox.Processed}) {
@@ -159,10 +156,10 @@ func testPoison(f *fixture) {
 		}
 		return nil
 	})
-	inbox.MaxAttempts = 2
+	inbox.s.maxAttempts = 2
 	f.drain(inbox, len(msgs), nil)
 	f.wantExactlyOnce([]string{"good"})
-	dls, err := f.driver.ListDeadLetters(context.Background(), store.ListFilter{Scope: scope})
+	dls, err := f.db.deadLetters(context.Background(), scope)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -237,11 +234,7 @@ func testOrdering(f *fixture) {
 	f.publish(msgs...)
 	f.drain(f.inbox(nil), len(msgs), nil)
 	f.wantExactlyOnce(ids)
-	rows, err := f.pool.Query(context.Background(), `SELECT message_id FROM effects ORDER BY seq`)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	got, err := f.db.effectOrder(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -14,14 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/source/sourcetest"
 	"github.com/txinbox/txinbox/source/sqs"
 	"github.com/txinbox/txinbox/source/sqs/sqsfake"
-	"github.com/txinbox/txinbox/store"
 )
 
 // envEndpoint points the tests at a real SQS endpoint (credentials and
@@ -156,8 +153,8 @@ func (b *broker) Publish(ctx context.Context, msgs ...sourcetest.Message) error 
 
 // Consume keys on the message-id attribute, so that a message without it
 // is dead-lettered as the suite expects.
-func (b *broker) Consume(ctx context.Context, d store.Driver[pgx.Tx], inbox txinbox.Config[pgx.Tx]) error {
-	proc, err := txinbox.NewProcessor(d, inbox)
+func (b *broker) Consume(ctx context.Context, inbox sourcetest.Inbox) error {
+	proc, err := inbox.Processor()
 	if err != nil {
 		return err
 	}
