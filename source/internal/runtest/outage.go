@@ -52,8 +52,9 @@ func (o *Outage) Stop(t testing.TB) {
 // Ride runs the consumer (run) through an outage of length outage, already
 // begun by Stop, then brings the database back and waits until stats
 // reports n messages acked, failing t if that takes longer than bound or
-// if fewer than 5 batches failed during the outage (the test then did not
-// see one). It stops the consumer before returning.
+// if no batch failed during the outage (the test then did not see one; on
+// a loaded machine a consumer backing off may fail only once in it). It
+// stops the consumer before returning.
 func (o *Outage) Ride(t testing.TB, run func(context.Context) error, stats func() (acked, batchErrors int64), n int64, outage, bound time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,8 +71,8 @@ func (o *Outage) Ride(t testing.TB, run func(context.Context) error, stats func(
 		t.Fatal(err)
 	}
 	back := time.Now()
-	if _, failed := stats(); failed < 5 {
-		t.Fatalf("only %d batches failed during the outage: the test did not see one", failed)
+	if _, failed := stats(); failed < 1 {
+		t.Fatalf("no batch failed during the outage: the test did not see one")
 	}
 	for {
 		acked, failed := stats()
