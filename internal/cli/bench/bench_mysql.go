@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
+	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/bench/mybench"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
@@ -41,6 +42,7 @@ type myReport struct {
 	Results             []*benchResult     `json:"results"`
 	VsCeiling           map[string]float64 `json:"txinbox_vs_ceiling"`
 	RRVsCeiling         map[string]float64 `json:"txinbox_repeatable_read_vs_ceiling"`
+	DeclVsCeiling       map[string]float64 `json:"txinbox_declarative_vs_ceiling"`
 }
 
 // myScenarios are the MySQL scenarios, in their --only names.
@@ -52,7 +54,8 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 		return nil, err
 	}
 	defer mb.close()
-	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}}
+	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{},
+		DeclVsCeiling: map[string]float64{}}
 	_ = mb.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.Server)
 	for _, dup := range o.dups {
 		merged := make([]*benchResult, len(myScenarios))
@@ -87,6 +90,8 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 					rep.VsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
 				case "txinbox-rr":
 					rep.RRVsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
+				case "declarative":
+					rep.DeclVsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
 				}
 			}
 		}
@@ -105,8 +110,10 @@ func (mb *myBench) run(ctx context.Context, key string, dup float64) (*benchResu
 		return mb.txinbox(ctx, dup, sql.LevelReadCommitted, "txinbox")
 	case "txinbox-rr":
 		return mb.txinbox(ctx, dup, sql.LevelRepeatableRead, "txinbox-repeatable-read")
+	case "declarative":
+		return mb.declarative(ctx, dup)
 	}
-	return nil, errors.New("declarative effects are not available on MySQL (mysqlstore implements no store.EffectClaimer)")
+	return nil, fmt.Errorf("no scenario %q on MySQL", key)
 }
 
 func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench, error) {
@@ -263,6 +270,31 @@ func (mb *myBench) txinbox(ctx context.Context, dup float64, level sql.Isolation
 	return r, err
 }
 
+// declarative is mysqlstore with the effect given as SQL, as serve
+// --effect sql runs it: the effect's statement after the claim's, over
+// the rows it inserted, no Go handler.
+func (mb *myBench) declarative(ctx context.Context, dup float64) (*benchResult, error) {
+	eff, err := effect.New(ctx, mb.driver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}, MySQL: true})
+	if err != nil {
+		return nil, err
+	}
+	cfg := eff.Apply(txinbox.Config[*sql.Tx]{Scope: "bench", MaxBatchSize: mb.be.o.batch,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "bench")
+	if cfg.Effect == nil {
+		return nil, errors.New("the effect is not joined to the claim on MySQL")
+	}
+	p, err := txinbox.NewProcessor(mb.driver, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	r, err := mb.be.feedProcessorWith(ctx, "mysql", dup, mb.be.o.conns, p.Process, mb.oneEffectPerInboxRow)
+	if r != nil {
+		r.Name = "txinbox-declarative"
+	}
+	return r, err
+}
+
 func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 	if asJSON {
 		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
@@ -286,6 +318,9 @@ func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 		}
 		if v, ok := rep.RRVsCeiling[k]; ok {
 			fmt.Fprintf(env.Stdout, "txinbox at REPEATABLE READ vs ceiling at %s duplicates: %.2f\n", k, v)
+		}
+		if v, ok := rep.DeclVsCeiling[k]; ok {
+			fmt.Fprintf(env.Stdout, "txinbox declarative vs ceiling at %s duplicates: %.2f\n", k, v)
 		}
 	}
 }
