@@ -27,7 +27,9 @@ import (
 // Its columns: scope, message_id, source, source_position and
 // partition_key (utf8mb4 text), payload (binary), headers (JSON text,
 // NULL for ""), received_at (DATETIME(6), UTC). Statements whose text
-// names neither payload, headers nor * are sent without the payloads.
+// names neither payload, headers nor * read the other columns from the
+// inbox rows the claim inserted, by their keys, rather than from
+// parameters: less to send and to parse.
 const EffectSQL = "new_messages(scope, message_id, source, source_position, partition_key, payload, headers, received_at)"
 
 var (
@@ -69,8 +71,15 @@ func (t *myTx) ClaimWithEffect(ctx context.Context, rows []store.EffectRow, stat
 	}
 	for len(fresh) > 0 {
 		n := effectPiece(rows, fresh)
+		var derived string
+		var one []any
+		if payload {
+			derived, one = newMessagesSQL(t.form, rows, fresh[:n])
+		} else {
+			derived, one = t.newMessagesStored(rows, fresh[:n])
+		}
 		for _, f := range forms {
-			q, args := f.bind(rows, fresh[:n], payload)
+			q, args := f.bind(derived, one)
 			if _, err := t.b.Tx.ExecContext(ctx, q, args...); err != nil {
 				return res, err
 			}
@@ -184,29 +193,11 @@ func aliased(next string) bool {
 	return w == "AS" || !notAlias[w]
 }
 
-// bind is the statement over the rows fresh of rows, with its parameters.
-func (f effectForm) bind(rows []store.EffectRow, fresh []int, payload bool) (string, []any) {
+// bind is the statement with derived in the place of its references to
+// new_messages, and its parameters: one for each.
+func (f effectForm) bind(derived string, one []any) (string, []any) {
 	if len(f.parts) == 1 {
 		return f.parts[0], nil
-	}
-	derived := newMessagesSQL(len(fresh), payload)
-	var one []any
-	per := 6
-	if payload {
-		per = 8
-	}
-	one = make([]any, 0, per*len(fresh))
-	for _, i := range fresh {
-		r := &rows[i]
-		one = append(one, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey)
-		if payload {
-			var h any
-			if r.Headers != "" {
-				h = r.Headers
-			}
-			one = append(one, r.Payload, h)
-		}
-		one = append(one, formatTime(r.ReceivedAt))
 	}
 	var b strings.Builder
 	var args []any
@@ -225,26 +216,41 @@ func (f effectForm) bind(rows []store.EffectRow, fresh []int, payload bool) (str
 	return b.String(), args
 }
 
-// newMessagesSQL is the derived table of n new messages (EffectSQL), with
-// or without their payloads and headers.
-func newMessagesSQL(n int, payload bool) string {
-	first := "SELECT ? AS scope, ? AS message_id, ? AS source, ? AS source_position, ? AS partition_key, "
-	next := " UNION ALL SELECT ?, ?, ?, ?, ?, "
-	if payload {
-		first += "? AS payload, ? AS headers, "
-		next += "?, ?, "
-	}
-	first += "CAST(? AS DATETIME(6)) AS received_at"
-	next += "CAST(? AS DATETIME(6))"
+// newMessagesStored is new_messages without payload and headers: the
+// inbox rows of the keys fresh of rows that this transaction inserted,
+// read by their primary key (a parameter a message).
+func (t *myTx) newMessagesStored(rows []store.EffectRow, fresh []int) (string, []any) {
+	where, args := keysWhereOf(len(fresh), func(k int) *store.Key { return &rows[fresh[k]].Key }, "message_id")
+	return t.d.t.Expand("(SELECT CONVERT(scope USING utf8mb4) AS scope, CONVERT(message_id USING utf8mb4) AS message_id, source, source_position, " +
+		"partition_key, received_at FROM {inbox} WHERE " + where + " AND claim_id = ?)"), append(args, t.claimID)
+}
+
+// newMessagesSQL is new_messages with payload and headers: a derived
+// table of the messages fresh of rows in form f, their values as
+// parameters.
+func newMessagesSQL(f rowsForm, rows []store.EffectRow, fresh []int) (string, []any) {
+	cols := []string{"scope", "message_id", "source", "source_position", "partition_key", "payload", "headers", "received_at"}
+	exprs := []string{"?", "?", "?", "?", "?", "?", "?", "CAST(? AS DATETIME(6))"}
 	var b strings.Builder
-	b.Grow(len(first) + 2 + (n-1)*len(next))
 	b.WriteByte('(')
-	b.WriteString(first)
-	for range n - 1 {
-		b.WriteString(next)
+	if f == valuesForm {
+		b.WriteString("WITH v (" + strings.Join(cols, ", ") + ") AS (")
+		paramRows(&b, f, cols, len(fresh), exprs...)
+		b.WriteString(") SELECT * FROM v")
+	} else {
+		paramRows(&b, f, cols, len(fresh), exprs...)
 	}
 	b.WriteByte(')')
-	return b.String()
+	args := make([]any, 0, len(cols)*len(fresh))
+	for _, i := range fresh {
+		r := &rows[i]
+		var h any
+		if r.Headers != "" {
+			h = r.Headers
+		}
+		args = append(args, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey, r.Payload, h, formatTime(r.ReceivedAt))
+	}
+	return b.String(), args
 }
 
 // EffectReadsMessages implements store.EffectReader from the statements'
@@ -266,9 +272,9 @@ func (d *Driver) CheckEffect(ctx context.Context, statements []string) error {
 		return err
 	}
 	defer c.Close()
-	row := []store.EffectRow{{}}
+	derived, _ := newMessagesSQL(unionForm, []store.EffectRow{{}}, []int{0})
 	for i, s := range statements {
-		q, _ := effectFormOf(s).bind(row, []int{0}, true)
+		q, _ := effectFormOf(s).bind(derived, nil)
 		if err := prepareCheck(ctx, c, q); err != nil {
 			return fmt.Errorf("mysqlstore: the effect's statement %d: %w", i+1, err)
 		}

@@ -125,8 +125,9 @@ func TestDeclarativeEffect(t *testing.T) {
 
 // TestDeclarativeEffectManyStatements: every statement runs over the new
 // messages of a batch larger than a statement takes (1,000), each new
-// message once, in the batch's order; a statement may name new_messages
-// twice, as a table and as a column's qualifier, and quoted.
+// message once, whether it reads them from the inbox (no payload, headers
+// or * named) or from parameters; a statement may name new_messages twice,
+// as a table and as a column's qualifier, and quoted.
 func TestDeclarativeEffectManyStatements(t *testing.T) {
 	d, ctx := effectDriver(t,
 		"CREATE TABLE a (n INT AUTO_INCREMENT PRIMARY KEY, message_id VARCHAR(100) NOT NULL) ENGINE=InnoDB",
@@ -161,13 +162,15 @@ func TestDeclarativeEffectManyStatements(t *testing.T) {
 			t.Fatalf("%s: %v, want %v", msgs[i].ID, r.Outcome, want)
 		}
 	}
-	ids := column(t, d.DB(), "SELECT message_id FROM a ORDER BY n")
+	ids := column(t, d.DB(), "SELECT message_id FROM a")
 	var want []string
 	for _, m := range msgs {
 		want = append(want, m.ID)
 	}
+	slices.Sort(ids)
+	slices.Sort(want)
 	if !slices.Equal(ids, want) {
-		t.Errorf("effects: %d rows, want %d once each in the batches' order", len(ids), len(want))
+		t.Errorf("effects: %d rows, want %d, once each", len(ids), len(want))
 	}
 	if n := column(t, d.DB(), "SELECT n FROM counts"); len(n) != 1 || n[0] != "2500" {
 		t.Errorf("count %v, want 2500", n)
