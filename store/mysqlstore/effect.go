@@ -222,7 +222,7 @@ func (f effectForm) bind(derived string, one []any) (string, []any) {
 func (t *myTx) newMessagesStored(rows []store.EffectRow, fresh []int) (string, []any) {
 	where, args := keysWhereOf(len(fresh), func(k int) *store.Key { return &rows[fresh[k]].Key }, "message_id")
 	return t.d.t.Expand("(SELECT CONVERT(scope USING utf8mb4) AS scope, CONVERT(message_id USING utf8mb4) AS message_id, source, source_position, " +
-		"partition_key, received_at FROM {inbox} WHERE " + where + " AND claim_id = ?)"), append(args, t.claimID)
+		"partition_key, received_at FROM {inbox} FORCE INDEX (PRIMARY) WHERE " + where + " AND claim_id = ?)"), append(args, t.claimID)
 }
 
 // newMessagesSQL is new_messages with payload and headers: a derived
