@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/txinbox/txinbox"
-	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/bench/benchsys"
 	"github.com/txinbox/txinbox/internal/cli/bench/mybench"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
@@ -54,8 +52,7 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 		return nil, err
 	}
 	defer mb.close()
-	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{},
-		DeclVsCeiling: map[string]float64{}}
+	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}, DeclVsCeiling: map[string]float64{}}
 	_ = mb.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.Server)
 	for _, dup := range o.dups {
 		merged := make([]*benchResult, len(myScenarios))
@@ -110,8 +107,8 @@ func (mb *myBench) run(ctx context.Context, key string, dup float64) (*benchResu
 		return mb.txinbox(ctx, dup, sql.LevelReadCommitted, "txinbox")
 	case "txinbox-rr":
 		return mb.txinbox(ctx, dup, sql.LevelRepeatableRead, "txinbox-repeatable-read")
-	case "declarative":
-		return mb.declarative(ctx, dup)
+	case "declarative": // the effect's statement after the claim's, over the rows it inserted
+		return declarativeOn(ctx, mb.be, mb.driver, "mysql", dup)
 	}
 	return nil, fmt.Errorf("no scenario %q on MySQL", key)
 }
@@ -141,6 +138,7 @@ func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench,
 		mb.driver, err = mysqlstore.New(mb.db, mysqlstore.Options{})
 	}
 	if err == nil {
+		mb.be.check = mb.oneEffectPerInboxRow
 		err = mb.driver.Migrate(ctx)
 	}
 	if err == nil {
@@ -164,12 +162,8 @@ func (mb *myBench) close() {
 }
 
 func (mb *myBench) truncate(ctx context.Context) error {
-	var err error
-	for _, t := range []string{mb.driver.Tables().Inbox, mb.driver.Tables().Attempts, mb.driver.Tables().Drift, "effects"} {
-		_, e := mb.db.ExecContext(ctx, "TRUNCATE TABLE "+t)
-		err = errors.Join(err, e)
-	}
-	return err
+	t := mb.driver.Tables()
+	return mybench.Truncate(ctx, mb.db, t.Inbox, t.Attempts, t.Drift, "effects")
 }
 
 // oneEffectPerInboxRow is the check of every scenario: exactly once is
@@ -270,31 +264,6 @@ func (mb *myBench) txinbox(ctx context.Context, dup float64, level sql.Isolation
 	return r, err
 }
 
-// declarative is mysqlstore with the effect given as SQL, as serve
-// --effect sql runs it: the effect's statement after the claim's, over
-// the rows it inserted, no Go handler.
-func (mb *myBench) declarative(ctx context.Context, dup float64) (*benchResult, error) {
-	eff, err := effect.New(ctx, mb.driver, effect.Spec{Mode: effect.SQL, Statements: []string{benchEffectSQL}, MySQL: true})
-	if err != nil {
-		return nil, err
-	}
-	cfg := eff.Apply(txinbox.Config[*sql.Tx]{Scope: "bench", MaxBatchSize: mb.be.o.batch,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "bench")
-	if cfg.Effect == nil {
-		return nil, errors.New("the effect is not joined to the claim on MySQL")
-	}
-	p, err := txinbox.NewProcessor(mb.driver, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	r, err := mb.be.feedProcessorWith(ctx, "mysql", dup, mb.be.o.conns, p.Process, mb.oneEffectPerInboxRow)
-	if r != nil {
-		r.Name = "txinbox-declarative"
-	}
-	return r, err
-}
-
 func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 	if asJSON {
 		json.NewEncoder(env.Stdout).Encode(rep) //nolint:errcheck // stdout
@@ -313,14 +282,13 @@ func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 	}
 	w.Flush()
 	for _, k := range []string{"0%", "30%"} {
-		if v, ok := rep.VsCeiling[k]; ok {
-			fmt.Fprintf(env.Stdout, "txinbox vs ceiling at %s duplicates: %.2f\n", k, v)
-		}
-		if v, ok := rep.RRVsCeiling[k]; ok {
-			fmt.Fprintf(env.Stdout, "txinbox at REPEATABLE READ vs ceiling at %s duplicates: %.2f\n", k, v)
-		}
-		if v, ok := rep.DeclVsCeiling[k]; ok {
-			fmt.Fprintf(env.Stdout, "txinbox declarative vs ceiling at %s duplicates: %.2f\n", k, v)
+		for _, r := range []struct {
+			what   string
+			ratios map[string]float64
+		}{{"txinbox", rep.VsCeiling}, {"txinbox at REPEATABLE READ", rep.RRVsCeiling}, {"txinbox declarative", rep.DeclVsCeiling}} {
+			if v, ok := r.ratios[k]; ok {
+				fmt.Fprintf(env.Stdout, "%s vs ceiling at %s duplicates: %.2f\n", r.what, k, v)
+			}
 		}
 	}
 }

@@ -87,3 +87,13 @@ func OpenDB(cfg *mysql.Config, conns int) (*sql.DB, error) {
 
 // Values is n effect rows' VALUES list.
 func Values(n int) string { return strings.TrimSuffix(strings.Repeat("('bench', ?),", n), ",") }
+
+// Truncate empties tables.
+func Truncate(ctx context.Context, db *sql.DB, tables ...string) error {
+	var err error
+	for _, t := range tables {
+		_, e := db.ExecContext(ctx, "TRUNCATE TABLE "+t)
+		err = errors.Join(err, e)
+	}
+	return err
+}
