@@ -30,6 +30,7 @@ type myBench struct {
 	db, admin *sql.DB
 	name      string
 	driver    *mysqlstore.Driver
+	mariadb   bool // the ceiling's claim returns its rows (RETURNING)
 }
 
 // myReport is the MySQL run's report: each scenario per duplicate share,
@@ -54,6 +55,7 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 	defer mb.close()
 	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}, DeclVsCeiling: map[string]float64{}}
 	_ = mb.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.Server)
+	mb.mariadb = strings.Contains(rep.Server, "MariaDB")
 	for _, dup := range o.dups {
 		merged := make([]*benchResult, len(myScenarios))
 		for range o.rounds {
@@ -184,13 +186,10 @@ func (mb *myBench) measure(ctx context.Context, name string, dup float64, worker
 }
 
 // ceiling is MariaDB's (MySQL's) own limit for the same rows, the shape
-// of PostgreSQL's ceiling as far as MySQL allows (no statement both
-// inserts and returns rows): per batch, in key order, one multi-row
-// INSERT ... ON DUPLICATE KEY UPDATE (a no-op: its affected-row count is
-// the rows inserted) claims the inbox rows, one multi-row INSERT writes
-// the effect rows of the new ones (all of them when every row was
-// inserted; else those whose claim_id is the batch's), then COMMIT, in a
-// plain transaction (no XA, no guard).
+// of PostgreSQL's ceiling as far as MySQL allows: per batch, in key order,
+// a multi-row INSERT ... ON DUPLICATE KEY UPDATE (a no-op) claims the
+// inbox rows, a multi-row INSERT writes the new ones' effect rows, COMMIT,
+// in a plain transaction (no XA, no guard): mybench.CeilingBatch.
 func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
 	t := mb.driver.Tables()
 	ids := benchsys.NewIDSource(dup, mb.be.o.batch*mb.be.o.conns*4)
@@ -201,7 +200,7 @@ func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, erro
 			batch := mb.be.batchIDs(ids, rng)
 			slices.Sort(batch)
 			t0 := time.Now()
-			if err := mybench.CeilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1); err != nil {
+			if err := mybench.CeilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1, mb.mariadb); err != nil {
 				return err
 			}
 			lat.add(time.Since(t0), len(batch))
