@@ -43,8 +43,8 @@ type Config[TTx any] struct {
 	// store runs it in the claim's own statement over the batch's new
 	// messages, so that a batch is one round trip plus its COMMIT. Set
 	// only one of Handler, BatchHandler and Effect. The store's
-	// transactions must implement store.EffectClaimer (pgstore; see
-	// pgstore.EffectSQL for the statements' form). Defaults to nil.
+	// transactions must implement store.EffectClaimer (pgstore, mysqlstore;
+	// forms: pgstore.EffectSQL, mysqlstore.EffectSQL). Defaults to nil.
 	Effect *Effect
 	// MaxBatchSize caps the messages per transaction; Process splits larger
 	// slices. Defaults to 100; at most 5000.

@@ -125,7 +125,11 @@ func (e *Effect[TTx]) Apply(cfg txinbox.Config[TTx], source string) txinbox.Conf
 		cfg.Effect = &txinbox.Effect{Statements: e.spec.Statements, Headers: headersJSON}
 	default:
 		cols := "scope, message_id, part, source, content_type, payload"
-		vals := "scope, message_id, 0, '" + strings.ReplaceAll(source, "'", "''") + "', " + contentTypeSQL + ", payload"
+		ct := contentTypeSQL
+		if e.spec.MySQL {
+			ct = contentTypeMySQL
+		}
+		vals := "scope, message_id, 0, '" + strings.ReplaceAll(source, "'", "''") + "', " + ct + ", payload"
 		if e.spec.OutboxHeaders {
 			cols, vals = cols+", headers", vals+", headers"
 		}

@@ -21,6 +21,11 @@ func contentType(m *txinbox.Message) string {
 const contentTypeSQL = `coalesce((SELECT h->>'value' FROM jsonb_array_elements(headers) h
     WHERE lower(h->>'key') IN ('content-type', 'content_type') LIMIT 1), '')`
 
+// contentTypeMySQL is contentTypeSQL on MySQL 8 and MariaDB 10.6 or
+// later (JSON_TABLE over the outer row's headers).
+const contentTypeMySQL = `coalesce((SELECT h.v FROM JSON_TABLE(headers, '$[*]' COLUMNS (k VARCHAR(255) PATH '$.key', v TEXT PATH '$.value')) h
+    WHERE lower(h.k) IN ('content-type', 'content_type') LIMIT 1), '')`
+
 // headersJSON is a message's headers in the outbox's headers form
 // (outbox.EncodeHeaders): a JSON array of {key, value}, in order, a value
 // that JSON cannot carry as it is base64-encoded in value_base64. A key

@@ -68,6 +68,11 @@ type Spec struct {
 	// later migration), which Outbox then fills with the message's
 	// headers (outbox.EncodeHeaders; NULL for none). Defaults to false.
 	OutboxHeaders bool
+	// MySQL says that the store is MySQL or MariaDB (mysqlstore): the
+	// outbox's declarative statement then reads the content type from
+	// new_messages.headers with MySQL's JSON_TABLE rather than
+	// PostgreSQL's jsonb functions. Defaults to false.
+	MySQL bool
 }
 
 // Validate checks the spec without a database (New also checks that
@@ -107,4 +112,4 @@ func (s Spec) SetBased() bool {
 
 // ErrNotJoined is the error of Check for set-based statements (SetBased)
 // on a store that cannot join them to the claim.
-var ErrNotJoined = errors.New("--effect-sql statements that read new_messages need PostgreSQL with an unpartitioned inbox")
+var ErrNotJoined = errors.New("--effect-sql statements that read new_messages need PostgreSQL with an unpartitioned inbox, MySQL or MariaDB")

@@ -57,7 +57,8 @@
 //     one round trip. Without it, the move is a statement of its own before
 //     the handlers run ([CheckpointAdvancer]).
 //   - [EffectClaimer] (Tx): declarative effects (txinbox.Config.Effect)
-//     run their statements in the claim's own statement. Without it (and
+//     run their statements in the claim's own statement (mysqlstore: right
+//     after it, in its transaction). Without it (and
 //     without [EffectCommitter] answering), a processor with Config.Effect
 //     fails its batches: a handler is needed instead.
 //   - [CheckpointPlanner] (Tx): the checkpoint of a batch that acks every

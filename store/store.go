@@ -305,10 +305,12 @@ type EffectRow struct {
 
 // EffectClaimer is the optional Tx interface of declarative effects
 // (txinbox.Config.Effect): the effect's statements run in the claim's own
-// statement, over the rows it inserted.
+// statement, over the rows it inserted (where no statement can both
+// insert and return rows, MySQL's, right after it in its transaction).
 type EffectClaimer interface {
 	// ClaimWithEffect is Claim that also runs statements over the rows it
-	// inserts (none for a key it finds), in the same statement.
+	// inserts (none for a key it finds), in the same statement (or the
+	// same transaction, before it returns).
 	ClaimWithEffect(ctx context.Context, rows []EffectRow, statements []string) ([]ClaimResult, error)
 }
 

@@ -104,7 +104,8 @@ func Open(t testing.TB, url string, maxConns int) *sql.DB {
 // Harness is the suite's harness on the MySQL store.
 func Harness(name string) storetest.Harness[*sql.Tx] {
 	return sqlharness.Fill(storetest.Harness[*sql.Tx]{
-		Name: name,
+		Name:            name,
+		EffectStatement: "INSERT INTO effects (scope, message_id) SELECT scope, message_id FROM new_messages",
 		New: func(t *testing.T) (store.Driver[*sql.Tx], string) {
 			url := NewDatabase(t)
 			db := Open(t, url, 16)

@@ -66,18 +66,21 @@ func Connector(cfg *mysql.Config) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &connector{inner: inner}, nil
+	return &connector{inner: inner, interpolate: cfg.InterpolateParams}, nil
 }
 
 // connector makes guarded connections.
-type connector struct{ inner driver.Connector }
+type connector struct {
+	inner       driver.Connector
+	interpolate bool
+}
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	dc, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc.(innerConn)}, nil
+	return &conn{inner: dc.(innerConn), interpolate: c.interpolate}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return guardDriver{} }
@@ -128,8 +131,13 @@ type conn struct {
 	inner innerConn
 	// xid is the batch transaction's XA id while one is open.
 	xid string
-	// level is the session's isolation level (sessionLevel).
-	level string
+	// level is the session's isolation level, mariadb whether the server
+	// is MariaDB (probe).
+	level   string
+	mariadb bool
+	// interpolate says that go-sql-driver interpolates the parameters
+	// (interpolateParams): no statement is prepared on the server.
+	interpolate bool
 	// own is set while the store ends the batch (Commit, Rollback).
 	own atomic.Bool
 	// bad marks a connection whose XA state is unknown: the pool
@@ -183,7 +191,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if ctx.Value(batchKey{}) == nil {
 		return c.inner.BeginTx(ctx, opts)
 	}
-	if level, ok := isolationSQL[sql.IsolationLevel(opts.Isolation)]; ok && c.sessionLevel(ctx) != level {
+	session := c.probe(ctx)
+	if level, ok := isolationSQL[sql.IsolationLevel(opts.Isolation)]; ok && session != level {
 		if _, err := c.inner.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL "+level, nil); err != nil {
 			return nil, err
 		}
@@ -199,26 +208,30 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	return &xaTx{c: c}, nil
 }
 
-// sessionLevel is the connection's session isolation level ("READ
-// COMMITTED"), read at its first batch: when it is the batch's level,
-// the batch saves the round trip of SET TRANSACTION (a DSN with
-// tx_isolation or transaction_isolation set, or the server's default).
-// A level the application changes later on the connection is not seen:
-// the batch then runs at it, which changes its locks, not its answers
-// (the claim's lookup is a locking read).
-func (c *conn) sessionLevel(ctx context.Context) string {
+// probe reads, at the connection's first batch, its session isolation
+// level ("READ COMMITTED") and whether the server is MariaDB (rowsForm),
+// and returns the level: when it is the batch's, the batch saves the
+// round trip of SET TRANSACTION (a DSN with tx_isolation or
+// transaction_isolation set, or the server's default). A level the
+// application changes later on the connection is not seen: the batch
+// then runs at it, which changes its locks, not its answers (the claim's
+// lookup is a locking read).
+func (c *conn) probe(ctx context.Context) string {
 	if c.level != "" {
 		return c.level
 	}
 	for _, v := range []string{"@@transaction_isolation", "@@tx_isolation"} {
-		rows, err := c.inner.QueryContext(ctx, "SELECT "+v, nil)
+		rows, err := c.inner.QueryContext(ctx, "SELECT "+v+", VERSION()", nil)
 		if err != nil {
 			continue
 		}
-		dest := make([]driver.Value, 1)
+		dest := make([]driver.Value, 2)
 		if rows.Next(dest) == nil {
 			if b, ok := dest[0].([]byte); ok {
 				c.level = strings.ReplaceAll(string(b), "-", " ")
+			}
+			if b, ok := dest[1].([]byte); ok {
+				c.mariadb = strings.Contains(string(b), "MariaDB")
 			}
 		}
 		_ = rows.Close()
@@ -229,6 +242,20 @@ func (c *conn) sessionLevel(ctx context.Context) string {
 	}
 	return c.level
 }
+
+// rowsForm is how the batch's statements on this connection spell tables
+// of rows: MariaDB's VALUES with interpolated parameters, else the union
+// that MySQL reads too.
+func (c *conn) rowsForm() rowsForm {
+	if c.mariadb && c.interpolate && !forceUnion.Load() {
+		return valuesForm
+	}
+	return unionForm
+}
+
+// forceUnion makes every connection use the union form (tests: the form
+// MySQL gets, run on MariaDB).
+var forceUnion atomic.Bool
 
 var isolationSQL = map[sql.IsolationLevel]string{
 	sql.LevelReadCommitted:  "READ COMMITTED",

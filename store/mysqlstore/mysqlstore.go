@@ -49,6 +49,8 @@ type Driver struct {
 	db   *sql.DB
 	t    schema.Tables
 	opts Options
+	// claims caches the claim's statements.
+	claims claimSQLs
 }
 
 var (

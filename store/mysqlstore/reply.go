@@ -141,40 +141,44 @@ ON i.scope = m.scope AND i.message_id = m.message_id SET i.reply = m.reply`), ar
 
 // Replies implements store.ReplyKeeper: one locking read per chunk of
 // keys (the newest committed rows, which the claim's lookup locked
-// already), aligned with keys.
+// already), by primary key, aligned with keys.
 func (t *myTx) Replies(ctx context.Context, keys []store.Key) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	for start := 0; start < len(keys); start += claimChunk {
 		chunk := keys[start:min(start+claimChunk, len(keys))]
-		args := make([]any, 0, 3*len(chunk))
-		for j, k := range chunk {
-			args = append(args, j, k.Scope, k.MessageID)
-		}
-		rs, err := t.b.Tx.QueryContext(ctx, t.d.t.Expand(`SELECT m.ord, i.reply FROM (`+keysSQL(len(chunk))+`) AS m
-LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id LOCK IN SHARE MODE`), args...)
+		where, args := keysWhereOf(len(chunk), func(k int) *store.Key { return &chunk[k] }, "message_id")
+		rs, err := t.b.Tx.QueryContext(ctx, t.d.t.Expand(`SELECT scope, message_id, reply FROM {inbox} FORCE INDEX (PRIMARY)
+WHERE `+where+` LOCK IN SHARE MODE`), args...)
 		if err != nil {
 			return nil, err
 		}
-		err = scanReplies(rs, out[start:start+len(chunk)])
-		if err != nil {
+		if err := scanReplies(rs, chunk, out[start:start+len(chunk)]); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func scanReplies(rs *sql.Rows, into [][]byte) error {
+// scanReplies puts each row's reply at the places of its key in keys.
+func scanReplies(rs *sql.Rows, keys []store.Key, into [][]byte) error {
 	defer rs.Close()
+	at := make(map[store.Key][]int, len(keys))
+	for i, k := range keys {
+		at[k] = append(at[k], i)
+	}
 	for rs.Next() {
-		var ord int
+		var k store.Key
 		var r []byte
-		if err := rs.Scan(&ord, &r); err != nil {
+		if err := rs.Scan(&k.Scope, &k.MessageID, &r); err != nil {
 			return err
 		}
-		if ord < 0 || ord >= len(into) {
-			return errors.New("mysqlstore: the replies' read returned an unknown ordinal")
+		is, ok := at[k]
+		if !ok {
+			return errors.New("mysqlstore: the replies' read returned a key it did not ask for")
 		}
-		into[ord] = r
+		for _, i := range is {
+			into[i] = r
+		}
 	}
 	return rs.Err()
 }

@@ -74,10 +74,5 @@ func (d *Driver) CheckStatement(ctx context.Context, statement string, args ...a
 		return err
 	}
 	defer c.Close()
-	// PREPARE on the server, whatever interpolateParams says.
-	if _, err := c.ExecContext(ctx, "PREPARE txinbox_check FROM ?", q); err != nil {
-		return err
-	}
-	_, err = c.ExecContext(ctx, "DEALLOCATE PREPARE txinbox_check")
-	return err
+	return prepareCheck(ctx, c, q)
 }

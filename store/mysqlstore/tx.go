@@ -7,14 +7,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/internal/sqldb"
-	"github.com/txinbox/txinbox/store/schema"
 )
 
 // myTx is a batch transaction: an XA transaction (conn.go) on a
@@ -26,6 +24,8 @@ type myTx struct {
 	c *conn
 	// claimID marks the inbox rows this transaction inserts.
 	claimID int64
+	// form is how its statements spell tables of rows (rowsForm).
+	form rowsForm
 }
 
 var _ store.CheckpointAdvancer = (*myTx)(nil)
@@ -43,140 +43,11 @@ func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
 	if c == nil {
 		return nil, errors.Join(errors.New("mysqlstore: the connection is not txinbox's (open the database with mysqlstore.Open)"), b.End())
 	}
-	return &myTx{d: d, b: b, c: c, claimID: rand.Int64N(1<<62) + 1}, nil
+	return &myTx{d: d, b: b, c: c, claimID: rand.Int64N(1<<62) + 1, form: c.rowsForm()}, nil
 }
 
 // Tx returns the transaction handed to handlers.
 func (t *myTx) Tx() *sql.Tx { return t.b.Tx }
-
-// claimChunk keeps a claim statement well under MySQL's 65,535
-// placeholders (7 per row).
-const claimChunk = 1000
-
-// Claim claims the rows' keys: one INSERT ... SELECT ... ON DUPLICATE KEY
-// UPDATE per chunk (a no-op update: the affected-row count is the number
-// of rows inserted), in key order so that two batches lock shared keys in
-// the same order. When it inserted fewer rows than it was given, one
-// locking read of the chunk's keys tells the inserted (claim_id is this
-// transaction's) from the stored and the dead-lettered ones.
-func (t *myTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
-	order := make([]int, len(rows))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := strings.Compare(rows[a].Scope, rows[b].Scope); c != 0 {
-			return c
-		}
-		return strings.Compare(rows[a].MessageID, rows[b].MessageID)
-	})
-	res := make([]store.ClaimResult, len(rows))
-	now := formatTime(time.Now())
-	for start := 0; start < len(order); start += claimChunk {
-		if err := t.claim(ctx, rows, order[start:min(start+claimChunk, len(order))], res, now); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
-func (t *myTx) claim(ctx context.Context, rows []store.ClaimRow, idx []int, res []store.ClaimResult, now string) error {
-	args := make([]any, 0, 2+7*len(idx))
-	args = append(args, now, t.claimID)
-	for _, i := range idx {
-		r := &rows[i]
-		args = append(args, r.Scope, r.MessageID, r.Source, r.SourcePosition, r.PartitionKey, r.PayloadHash, formatTime(r.ReceivedAt))
-	}
-	ins, err := t.b.Tx.ExecContext(ctx, claimSQL(t.d.t, len(idx)), args...)
-	if err != nil {
-		return err
-	}
-	n, err := ins.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if int(n) == len(idx) {
-		for _, i := range idx {
-			res[i].Status = store.ClaimNew
-		}
-		return nil
-	}
-	return t.lookup(ctx, rows, idx, res)
-}
-
-// claimSQL inserts n rows, skipping dead-lettered keys; the first two
-// parameters are processed_at and claim_id.
-func claimSQL(t schema.Tables, n int) string {
-	var b strings.Builder
-	b.WriteString(t.Expand(`INSERT INTO {inbox} (scope, message_id, source, source_position, partition_key, payload_hash, received_at, processed_at, claim_id)
-SELECT m.scope, m.message_id, m.source, m.source_position, m.partition_key, m.payload_hash, m.received_at, ?, ? FROM (`))
-	for i := range n {
-		if i == 0 {
-			b.WriteString("SELECT ? AS scope, ? AS message_id, ? AS source, ? AS source_position, ? AS partition_key, ? AS payload_hash, ? AS received_at")
-			continue
-		}
-		b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?")
-	}
-	b.WriteString(t.Expand(`) AS m
-WHERE NOT EXISTS (SELECT 1 FROM {dead_letters} d WHERE d.scope = m.scope AND d.key_id = m.message_id)
-ON DUPLICATE KEY UPDATE claim_id = {inbox}.claim_id`))
-	return b.String()
-}
-
-// keysSQL is a derived table m of n keys with their ordinals, for a
-// lookup: (ord, scope, message_id).
-func keysSQL(n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i == 0 {
-			b.WriteString("SELECT ? AS ord, ? AS scope, ? AS message_id")
-			continue
-		}
-		b.WriteString(" UNION ALL SELECT ?, ?, ?")
-	}
-	return b.String()
-}
-
-// lookup reads, with a locking read (the newest committed rows, whatever
-// the snapshot), what the inbox and the dead letters hold for the keys.
-func (t *myTx) lookup(ctx context.Context, rows []store.ClaimRow, idx []int, res []store.ClaimResult) error {
-	args := make([]any, 0, 1+3*len(idx))
-	args = append(args, t.claimID)
-	for j, i := range idx {
-		args = append(args, j, rows[i].Scope, rows[i].MessageID)
-	}
-	rs, err := t.b.Tx.QueryContext(ctx, t.d.t.Expand(`SELECT m.ord, i.claim_id = ?, i.payload_hash, d.payload_hash FROM (`+keysSQL(len(idx))+`) AS m
-LEFT JOIN {inbox} i ON i.scope = m.scope AND i.message_id = m.message_id
-LEFT JOIN {dead_letters} d ON d.scope = m.scope AND d.key_id = m.message_id
-LOCK IN SHARE MODE`), args...)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var ord int
-		var mine sql.NullBool
-		var hash, dead []byte
-		if err := rs.Scan(&ord, &mine, &hash, &dead); err != nil {
-			return err
-		}
-		if ord < 0 || ord >= len(idx) {
-			return errors.New("mysqlstore: the claim's lookup returned an unknown ordinal")
-		}
-		r := &res[idx[ord]]
-		switch {
-		case mine.Valid && mine.Bool:
-			r.Status = store.ClaimNew
-		case hash != nil:
-			r.Status, r.StoredHash = store.ClaimExisting, hash
-		case dead != nil:
-			r.Status, r.StoredHash = store.ClaimDeadLettered, dead
-		default:
-			return store.ErrClaimRace
-		}
-	}
-	return rs.Err()
-}
 
 // RecordDrift inserts the drift rows in the transaction.
 func (t *myTx) RecordDrift(ctx context.Context, rows []store.DriftRow) error {

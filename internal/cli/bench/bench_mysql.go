@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +30,7 @@ type myBench struct {
 	db, admin *sql.DB
 	name      string
 	driver    *mysqlstore.Driver
+	mariadb   bool // the ceiling's claim returns its rows (RETURNING)
 }
 
 // myReport is the MySQL run's report: each scenario per duplicate share,
@@ -41,6 +41,7 @@ type myReport struct {
 	Results             []*benchResult     `json:"results"`
 	VsCeiling           map[string]float64 `json:"txinbox_vs_ceiling"`
 	RRVsCeiling         map[string]float64 `json:"txinbox_repeatable_read_vs_ceiling"`
+	DeclVsCeiling       map[string]float64 `json:"txinbox_declarative_vs_ceiling"`
 	Purge               []purgePoint       `json:"purge,omitempty"`
 }
 
@@ -53,8 +54,9 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 		return nil, err
 	}
 	defer mb.close()
-	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}}
+	rep := &myReport{DurationPerScenario: o.duration.String(), VsCeiling: map[string]float64{}, RRVsCeiling: map[string]float64{}, DeclVsCeiling: map[string]float64{}}
 	_ = mb.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.Server)
+	mb.mariadb = strings.Contains(rep.Server, "MariaDB")
 	for _, dup := range o.dups {
 		merged := make([]*benchResult, len(myScenarios))
 		for range o.rounds {
@@ -88,6 +90,8 @@ func runMySQLBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myRep
 					rep.VsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
 				case "txinbox-rr":
 					rep.RRVsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
+				case "declarative":
+					rep.DeclVsCeiling[share] = r.MsgsPerSec / c.MsgsPerSec
 				}
 			}
 		}
@@ -112,8 +116,10 @@ func (mb *myBench) run(ctx context.Context, key string, dup float64) (*benchResu
 		return mb.txinbox(ctx, dup, sql.LevelReadCommitted, "txinbox")
 	case "txinbox-rr":
 		return mb.txinbox(ctx, dup, sql.LevelRepeatableRead, "txinbox-repeatable-read")
+	case "declarative": // the effect's statement after the claim's, over the rows it inserted
+		return declarativeOn(ctx, mb.be, mb.driver, "mysql", dup)
 	}
-	return nil, errors.New("declarative effects are not available on MySQL (mysqlstore implements no store.EffectClaimer)")
+	return nil, fmt.Errorf("no scenario %q on MySQL", key)
 }
 
 func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench, error) {
@@ -141,6 +147,7 @@ func newMyBench(ctx context.Context, env *clikit.Env, o benchOptions) (*myBench,
 		mb.driver, err = mysqlstore.New(mb.db, mysqlstore.Options{})
 	}
 	if err == nil {
+		mb.be.check = mb.oneEffectPerInboxRow
 		err = mb.driver.Migrate(ctx)
 	}
 	if err == nil {
@@ -164,12 +171,8 @@ func (mb *myBench) close() {
 }
 
 func (mb *myBench) truncate(ctx context.Context) error {
-	var err error
-	for _, t := range []string{mb.driver.Tables().Inbox, mb.driver.Tables().Attempts, mb.driver.Tables().Drift, "effects"} {
-		_, e := mb.db.ExecContext(ctx, "TRUNCATE TABLE "+t)
-		err = errors.Join(err, e)
-	}
-	return err
+	t := mb.driver.Tables()
+	return mybench.Truncate(ctx, mb.db, t.Inbox, t.Attempts, t.Drift, "effects")
 }
 
 // oneEffectPerInboxRow is the check of every scenario: exactly once is
@@ -190,13 +193,10 @@ func (mb *myBench) measure(ctx context.Context, name string, dup float64, worker
 }
 
 // ceiling is MariaDB's (MySQL's) own limit for the same rows, the shape
-// of PostgreSQL's ceiling as far as MySQL allows (no statement both
-// inserts and returns rows): per batch, in key order, one multi-row
-// INSERT ... ON DUPLICATE KEY UPDATE (a no-op: its affected-row count is
-// the rows inserted) claims the inbox rows, one multi-row INSERT writes
-// the effect rows of the new ones (all of them when every row was
-// inserted; else those whose claim_id is the batch's), then COMMIT, in a
-// plain transaction (no XA, no guard).
+// of PostgreSQL's ceiling as far as MySQL allows: per batch, in key order,
+// a multi-row INSERT ... ON DUPLICATE KEY UPDATE (a no-op) claims the
+// inbox rows, a multi-row INSERT writes the new ones' effect rows, COMMIT,
+// in a plain transaction (no XA, no guard): mybench.CeilingBatch.
 func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, error) {
 	t := mb.driver.Tables()
 	ids := benchsys.NewIDSource(dup, mb.be.o.batch*mb.be.o.conns*4)
@@ -207,7 +207,7 @@ func (mb *myBench) ceiling(ctx context.Context, dup float64) (*benchResult, erro
 			batch := mb.be.batchIDs(ids, rng)
 			slices.Sort(batch)
 			t0 := time.Now()
-			if err := mybench.CeilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1); err != nil {
+			if err := mybench.CeilingBatch(context.WithoutCancel(ctx), mb.db, t.Inbox, batch, hash, rng.Int64N(1<<62)+1, mb.mariadb); err != nil {
 				return err
 			}
 			lat.add(time.Since(t0), len(batch))
@@ -294,11 +294,13 @@ func printMySQLBench(env *clikit.Env, rep *myReport, asJSON bool) {
 	}
 	w.Flush()
 	for _, k := range []string{"0%", "30%"} {
-		if v, ok := rep.VsCeiling[k]; ok {
-			fmt.Fprintf(env.Stdout, "txinbox vs ceiling at %s duplicates: %.2f\n", k, v)
-		}
-		if v, ok := rep.RRVsCeiling[k]; ok {
-			fmt.Fprintf(env.Stdout, "txinbox at REPEATABLE READ vs ceiling at %s duplicates: %.2f\n", k, v)
+		for _, r := range []struct {
+			what   string
+			ratios map[string]float64
+		}{{"txinbox", rep.VsCeiling}, {"txinbox at REPEATABLE READ", rep.RRVsCeiling}, {"txinbox declarative", rep.DeclVsCeiling}} {
+			if v, ok := r.ratios[k]; ok {
+				fmt.Fprintf(env.Stdout, "%s vs ceiling at %s duplicates: %.2f\n", r.what, k, v)
+			}
 		}
 	}
 	if len(rep.Purge) > 0 {

@@ -35,7 +35,8 @@ type benchEnv struct {
 	// sqlDB and sqlDriver are the database/sql store's (bench_dbsql.go).
 	sqlDB     *sql.DB
 	sqlDriver *pgdbstore.Driver
-	kafka     benchKafkaCluster // the Kafka scenarios' cluster, one per run
+	check     func(*benchResult) error // feedProcessor's check, when not PostgreSQL's (MySQL's)
+	kafka     benchKafkaCluster        // the Kafka scenarios' cluster, one per run
 	// apache is the real Kafka of --kafka-brokers, where e2e-kafka and
 	// kafka-watermark run too.
 	apache benchKafkaCluster

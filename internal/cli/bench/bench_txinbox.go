@@ -83,7 +83,10 @@ func (be *benchEnv) txinboxSQLite(ctx context.Context, dup float64) (*benchResul
 func (be *benchEnv) feedProcessor(ctx context.Context, storeName string, dup float64, workers int,
 	process func(context.Context, []*txinbox.Message) ([]txinbox.Result, error)) (*benchResult, error) {
 	check := be.oneEffectPerInboxRow // PostgreSQL, on either store: the bench's tables
-	if storeName == "sqlite" {
+	switch {
+	case be.check != nil:
+		check = be.check
+	case storeName == "sqlite":
 		check = func(*benchResult) error { return nil }
 	}
 	return be.feedProcessorWith(ctx, storeName, dup, workers, process, check)

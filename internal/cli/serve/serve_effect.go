@@ -39,6 +39,7 @@ func newEffect[TTx any](ctx context.Context, o *serveOptions, db *clikit.InboxDB
 	spec := o.effectSpec()
 	spec.OutboxTable = db.OutboxTable()
 	spec.OutboxHeaders = spec.Mode == effect.Outbox && outboxHasHeaders(ctx, db)
+	spec.MySQL = db.Kind == "mysql"
 	return effect.New(ctx, driver, spec)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/effect"
 	"github.com/txinbox/txinbox/internal/cli/clikit"
+	"github.com/txinbox/txinbox/internal/mysqltest"
 	"github.com/txinbox/txinbox/internal/testdb"
 	"github.com/txinbox/txinbox/outbox"
 	"github.com/txinbox/txinbox/store"
@@ -43,6 +44,11 @@ func TestOutboxEffectWithoutHeadersStoresNull(t *testing.T) {
 		db := openInbox(t, clikit.DBFlags{URL: filepath.Join(t.TempDir(), "inbox.db")})
 		outboxHeadersRoundTrip[*sql.Tx](t, ctx, db, db.Lite, false)
 	})
+	t.Run("mysql joined", func(t *testing.T) {
+		t.Parallel()
+		db := openInbox(t, clikit.DBFlags{URL: mysqltest.NewDatabase(t)})
+		outboxHeadersRoundTrip[*sql.Tx](t, ctx, db, db.My, true)
+	})
 	for _, join := range []bool{false, true} {
 		name := map[bool]string{false: "postgres per message", true: "postgres joined"}[join]
 		t.Run(name, func(t *testing.T) {
@@ -68,7 +74,7 @@ func openInbox(t *testing.T, f clikit.DBFlags) *clikit.InboxDB {
 }
 
 func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clikit.InboxDB, d store.Driver[TTx], join bool) {
-	eff, err := effect.New(ctx, d, effect.Spec{Mode: effect.Outbox, OutboxTable: db.OutboxTable(), OutboxHeaders: true})
+	eff, err := effect.New(ctx, d, effect.Spec{Mode: effect.Outbox, OutboxTable: db.OutboxTable(), OutboxHeaders: true, MySQL: db.Kind == "mysql"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clik
 	cfg := txinbox.Config[TTx]{Scope: "s", Handler: eff.Handler("kafka")}
 	if join {
 		if cfg = eff.Apply(txinbox.Config[TTx]{Scope: "s"}, "kafka"); cfg.Effect == nil {
-			t.Fatal("the outbox effect is not joined to the claim on PostgreSQL")
+			t.Fatal("the outbox effect is not joined to the claim")
 		}
 	}
 	p, err := txinbox.NewProcessor(d, cfg)
@@ -94,6 +100,16 @@ func outboxHeadersRoundTrip[TTx any](t *testing.T, ctx context.Context, db *clik
 	}
 	if nulls != 1 {
 		t.Errorf("the outbox row of a message without headers has a headers value, want NULL")
+	}
+	var types string
+	if db.Kind == "sqlite" {
+		types = ",text/plain" // read through the relay only
+	} else if err := db.Query(ctx, `SELECT `+map[bool]string{true: "group_concat(content_type ORDER BY message_id)", false: "string_agg(content_type, ',' ORDER BY message_id)"}[db.Kind == "mysql"]+
+		` FROM `+db.OutboxTable(), nil, []any{&types}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if types != ",text/plain" {
+		t.Errorf("content types %q, want none for bare and text/plain for with", types)
 	}
 	target := &headersTarget{sent: map[string][]outbox.Header{}}
 	r, err := outbox.New(db.OutboxStore(), outbox.Config{Target: target})
