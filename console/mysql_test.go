@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,15 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/txinbox/txinbox"
 	"github.com/txinbox/txinbox/as4"
 	"github.com/txinbox/txinbox/as4/as4my"
 	"github.com/txinbox/txinbox/console"
 	"github.com/txinbox/txinbox/console/as4view"
 	"github.com/txinbox/txinbox/internal/mysqltest"
-	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox/outboxmy"
 	"github.com/txinbox/txinbox/store/mysqlstore"
 )
@@ -36,23 +30,7 @@ func TestMySQL(t *testing.T) {
 	if err := d.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m := prom.New(prom.Options{})
-	reg.MustRegister(m)
-	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(), Hooks: []txinbox.Hook{m},
-		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
-			if m.ID == "bad" {
-				return txinbox.Permanent(errors.New("refused"))
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := p.Process(ctx, []*txinbox.Message{msg("a", "A"), msg("bad", "B"), msg("a", "A")}); err != nil {
-		t.Fatal(err)
-	}
+	reg := processOneOfEach(t, d)
 	as4s, err := as4my.New(d.DB(), as4my.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/txinbox/txinbox/internal/testkit/sqlitetest"
 	"github.com/txinbox/txinbox/metrics/prom"
 	"github.com/txinbox/txinbox/outbox/outboxlite"
+	"github.com/txinbox/txinbox/store"
 	"github.com/txinbox/txinbox/store/sqlitestore"
 )
 
@@ -35,23 +36,7 @@ func TestSQLite(t *testing.T) {
 	if err := as4s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m := prom.New(prom.Options{})
-	reg.MustRegister(m)
-	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(), Hooks: []txinbox.Hook{m},
-		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
-			if m.ID == "bad" {
-				return txinbox.Permanent(errors.New("refused"))
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := p.Process(ctx, []*txinbox.Message{msg("a", "A"), msg("bad", "B"), msg("a", "A")}); err != nil {
-		t.Fatal(err)
-	}
+	reg := processOneOfEach(t, d)
 	if _, err := d.DB().Exec(`INSERT INTO txinbox_as4_messages (scope, message_key, message_id, ref_to_message_id, sent_at,
 		from_party, from_party_type, to_party, to_party_type, service, service_type, action, conversation_id, soap_version,
 		user_message, fingerprint, receipt_message_id, receipt_content_type, receipt, received_at)
@@ -111,4 +96,29 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	if _, err := console.New(console.Config{Admin: d}); err != nil {
 		t.Errorf("New with only Admin: %v", err)
 	}
+}
+
+// processOneOfEach processes, on d, message a twice and message bad
+// (refused for good), counted by txinbox's metrics in the registry it
+// returns: a processed message, a duplicate and a dead letter.
+func processOneOfEach(t *testing.T, d store.Driver[*sql.Tx]) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := prom.New(prom.Options{})
+	reg.MustRegister(m)
+	p, err := txinbox.NewProcessor[*sql.Tx](d, txinbox.Config[*sql.Tx]{Scope: scope, Logger: quiet(), Hooks: []txinbox.Hook{m},
+		Handler: func(_ context.Context, _ *sql.Tx, m *txinbox.Message) error {
+			if m.ID == "bad" {
+				return txinbox.Permanent(errors.New("refused"))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := p.Process(context.Background(), []*txinbox.Message{msg("a", "A"), msg("bad", "B"), msg("a", "A")}); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
