@@ -357,9 +357,9 @@ func (db *InboxDB) Ping(ctx context.Context) error {
 	switch {
 	case db.PG != nil:
 		err = db.PG.Pool().QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&readOnly)
-	case db.Kind == "postgres":
+	case db.SQLPG != nil:
 		err = db.sqlDB.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&readOnly)
-	case db.Kind == "mysql":
+	case db.My != nil:
 		err = db.sqlDB.QueryRowContext(ctx, "SELECT @@read_only").Scan(&readOnly)
 	default:
 		return db.sqlDB.PingContext(ctx)

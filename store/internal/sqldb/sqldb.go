@@ -116,8 +116,10 @@ func Begin(ctx context.Context, db *sql.DB, opts *sql.TxOptions, s Session) (*Ba
 		return nil, err
 	}
 	b := &Batch{Conn: conn}
+	if len(s.Before) > 0 {
+		b.Reset = s.Reset // a Before statement may have changed the session
+	}
 	for _, q := range s.Before {
-		b.Reset = s.Reset
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return nil, errors.Join(err, b.close())
 		}

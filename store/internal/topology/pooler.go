@@ -6,6 +6,8 @@ package topology
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +94,9 @@ func Refuse(cfg *pgx.ConnConfig, store string) error {
 				"connections (another client's statement of the same name runs instead)",
 			Fix: "use cache_describe or exec (default_query_exec_mode=cache_describe in the URL)"}
 	}
-	for name, value := range cfg.RuntimeParams {
+	// In name order: the setting named (and its fix) is the same each run.
+	for _, name := range slices.Sorted(maps.Keys(cfg.RuntimeParams)) {
+		value := cfg.RuntimeParams[name]
 		if trackedParams[strings.ToLower(name)] {
 			continue
 		}
