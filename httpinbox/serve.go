@@ -66,7 +66,11 @@ func (rh *routeHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err != nil:
-		in.writeProblem(w, http.StatusBadRequest, probInvalidKey, err.(*KeyError).Reason, "", 0)
+		reason := err.Error()
+		if ke := (*KeyError)(nil); errors.As(err, &ke) {
+			reason = ke.Reason
+		}
+		in.writeProblem(w, http.StatusBadRequest, probInvalidKey, reason, "", 0)
 		in.observe(r.Context(), name, InvalidKey, http.StatusBadRequest)
 		return
 	case key == "" && rh.rt.Optional && rh.h != nil:

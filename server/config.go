@@ -371,8 +371,9 @@ func (e Endpoint) validate() error {
 		return fmt.Errorf("endpoint %s: Listen and Handler are required", e.Name)
 	case e.Retention.Keep < 0:
 		return fmt.Errorf("endpoint %s: Retention must not be negative", e.Name)
-	case e.front().Validate() != nil:
-		return fmt.Errorf("endpoint %s: Front: %w", e.Name, e.front().Validate())
+	}
+	if err := e.front().Validate(); err != nil {
+		return fmt.Errorf("endpoint %s: Front: %w", e.Name, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@
 package webhooksig
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -168,14 +169,7 @@ func (c HMAC) Parse(v string) ([]byte, error) {
 		return nil, &Error{Scheme: "hmac", Reason: ErrMalformed, Detail: fmt.Sprintf("unknown encoding %q", c.Encoding)}
 	}
 	if err != nil || len(mac) != sha256.Size {
-		return nil, &Error{Scheme: "hmac", Reason: ErrMalformed, Detail: fmt.Sprintf("%s is not a %s HMAC-SHA256", c.Header, cmpOr(c.Encoding, Hex))}
+		return nil, &Error{Scheme: "hmac", Reason: ErrMalformed, Detail: fmt.Sprintf("%s is not a %s HMAC-SHA256", c.Header, cmp.Or(c.Encoding, Hex))}
 	}
 	return mac, nil
-}
-
-func cmpOr(e, def Encoding) Encoding {
-	if e == "" {
-		return def
-	}
-	return e
 }
