@@ -35,8 +35,9 @@ type httpKeysData struct {
 	HasCounters bool
 }
 
-// httpKeys lists the newest HTTP keys per route with their stored
-// status, and this process's replay, conflict and mismatch counts.
+// httpKeys lists the newest HTTP keys (pageSize of them, of every
+// route), grouped by route with their stored status, and this process's
+// replay, conflict and mismatch counts.
 func (c *console) httpKeys(w http.ResponseWriter, r *http.Request) {
 	l, ok := c.cfg.Admin.(store.ReplyLister)
 	if !ok {
@@ -99,6 +100,9 @@ func gatherHTTPEvents(g prometheus.Gatherer, route func(string) *httpRoute) erro
 				case "event":
 					event = l.GetValue()
 				}
+			}
+			if name == "" || event == "" {
+				continue // another library's ..._http_requests_total, not httpinbox's
 			}
 			route(name).Events[event] += m.GetCounter().GetValue()
 		}

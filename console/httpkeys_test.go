@@ -48,6 +48,10 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 	reg := prometheus.NewRegistry()
 	hm := prom.NewHTTP(prom.Options{})
 	reg.MustRegister(hm)
+	// An application's own HTTP counter (no route, no event) is no route.
+	app := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "app_http_requests_total", Help: "h"}, []string{"code"})
+	app.WithLabelValues("200").Inc()
+	reg.MustRegister(app)
 	in, err := httpinbox.New(d, httpinbox.Config[*sql.Tx]{Observers: []httpinbox.Observer{hm}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +133,9 @@ func testHTTPKeysPage(t *testing.T, d sqlAdmin) {
 	}
 	if _, github, _ := strings.Cut(page, `id="route-github"`); !strings.Contains(github, `/g-1</a>`) || !strings.Contains(github, `<td class="num status">202</td>`) {
 		t.Errorf("the ingress route (scope ingest:github) is not listed:\n%s", page)
+	}
+	if strings.Contains(page, `id="route-"`) {
+		t.Errorf("an application's http_requests_total shows as a route without a name:\n%s", page)
 	}
 	if !strings.Contains(page, `href="/ui/http-keys">HTTP keys</a>`) {
 		t.Error("the navigation has no link to the HTTP keys")
