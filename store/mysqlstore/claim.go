@@ -119,7 +119,8 @@ func (t *myTx) claimReturning(ctx context.Context, rows []store.ClaimRow, idx []
 		}
 		answered++
 	}
-	if err := rs.Close(); err != nil {
+	// A failure while reading (a deadlock) closes the rows: Err has it.
+	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
 		return err
 	}
 	if answered == len(idx) {
@@ -242,15 +243,16 @@ func paramRows(b *strings.Builder, f rowsForm, cols []string, n int, exprs ...st
 
 // lookup reads, with a locking read (the newest committed rows, whatever
 // the snapshot), what the inbox and the dead letters hold for the keys:
-// one statement, the keys in IN lists (a range of the primary key each,
-// forced: right after a TRUNCATE the statistics would make a scan look
-// cheaper, which would lock every row it reads).
+// one statement, the keys in IN lists (a range of the inbox's primary key
+// and of the dead letters' unique key on (scope, key_id), each forced:
+// right after a TRUNCATE the statistics would make a scan look cheaper,
+// which would lock every row it reads).
 func (t *myTx) lookup(ctx context.Context, rows []store.ClaimRow, idx []int, res []store.ClaimResult) error {
 	where, args := keysWhere(rows, idx, "message_id")
 	dwhere, dargs := keysWhere(rows, idx, "key_id")
 	args = append(append([]any{t.claimID}, args...), dargs...)
 	rs, err := t.b.Tx.QueryContext(ctx, t.d.t.Expand(`(SELECT scope, message_id, claim_id = ?, payload_hash, 0 FROM {inbox} FORCE INDEX (PRIMARY) WHERE `+where+` LOCK IN SHARE MODE)
-UNION ALL (SELECT scope, key_id, NULL, payload_hash, 1 FROM {dead_letters} FORCE INDEX (PRIMARY) WHERE `+dwhere+` LOCK IN SHARE MODE)`), args...)
+UNION ALL (SELECT scope, key_id, NULL, payload_hash, 1 FROM {dead_letters} FORCE INDEX ({prefix}dead_letters_key_idx) WHERE `+dwhere+` LOCK IN SHARE MODE)`), args...)
 	if err != nil {
 		return err
 	}

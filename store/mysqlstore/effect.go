@@ -104,9 +104,11 @@ func effectPiece(rows []store.EffectRow, fresh []int) int {
 }
 
 // readsMessages reports whether statements may read new_messages'
-// payload or headers: their text names payload, headers or *.
+// payload or headers: their text names payload, headers or * (in any
+// case: SQL's column names are case-insensitive).
 func readsMessages(statements []string) bool {
 	for _, s := range statements {
+		s = strings.ToLower(s)
 		if strings.Contains(s, "payload") || strings.Contains(s, "headers") || strings.Contains(s, "*") {
 			return true
 		}
