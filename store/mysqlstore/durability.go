@@ -141,7 +141,7 @@ func (s Settings) Judge() store.Durability {
 				"promoted after it lacks inbox rows and effects that the primary had committed (and acked)",
 			Fix: "SET GLOBAL sync_binlog = 1, and set it in my.cnf"})
 	}
-	if strings.EqualFold(s.Doublewrite, "OFF") || strings.EqualFold(s.Doublewrite, "DETECT_ONLY") {
+	if s.tornPages() {
 		d.Risks = append(d.Risks, store.DurabilityRisk{Name: "innodb_doublewrite", Value: s.Doublewrite, Setting: "innodb_doublewrite=" + s.Doublewrite,
 			Loses: "a crash of the machine during a page write can leave a torn page that recovery cannot repair: committed inbox rows and " +
 				"effects can be lost or corrupted after their messages were acked",
@@ -162,14 +162,20 @@ func (s Settings) Judge() store.Durability {
 
 func (s Settings) crashSentence() string {
 	switch {
-	case s.FlushLogAtTrxCommit == 1 && !strings.EqualFold(s.Doublewrite, "OFF"):
+	case s.FlushLogAtTrxCommit == 1 && !s.tornPages():
 		return "a crash of the server or of its machine loses no acked message: each commit's redo log is flushed before txinbox acks"
 	case s.FlushLogAtTrxCommit == 2:
 		return "a crash of the server process loses nothing; a crash of its machine loses about the last second of commits, whose messages were acked"
 	case s.FlushLogAtTrxCommit != 1:
 		return "a crash of the server process or of its machine loses about the last second of commits, whose messages were acked"
 	}
-	return "a crash of the machine during a page write can corrupt committed rows (innodb_doublewrite off)"
+	return "a crash of the machine during a page write can corrupt committed rows (innodb_doublewrite " + s.Doublewrite + ")"
+}
+
+// tornPages reports whether a torn page goes unrepaired: the doublewrite
+// buffer off, or only detecting (MariaDB's DETECT_ONLY).
+func (s Settings) tornPages() bool {
+	return strings.EqualFold(s.Doublewrite, "OFF") || strings.EqualFold(s.Doublewrite, "DETECT_ONLY")
 }
 
 func (s Settings) failoverSentence() string {

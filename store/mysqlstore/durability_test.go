@@ -31,6 +31,7 @@ func TestDurability(t *testing.T) {
 		{"sync_binlog 0", func(s *mysqlstore.Settings) { s.SyncBinlog = 0 }, "sync_binlog=0"},
 		{"no binary log", func(s *mysqlstore.Settings) { s.LogBin, s.SyncBinlog = false, 0 }, ""},
 		{"doublewrite off", func(s *mysqlstore.Settings) { s.Doublewrite = "OFF" }, "innodb_doublewrite=OFF"},
+		{"doublewrite detect only", func(s *mysqlstore.Settings) { s.Doublewrite = "DETECT_ONLY" }, "innodb_doublewrite=DETECT_ONLY"},
 		{"async replica", func(s *mysqlstore.Settings) { s.Replicas = 2 }, "asynchronous replication to 2 replica(s)"},
 		{"semi-sync replica", func(s *mysqlstore.Settings) { s.Replicas, s.SemiSync = 1, "ON" }, ""},
 	} {
@@ -46,6 +47,11 @@ func TestDurability(t *testing.T) {
 		}
 		if g := strings.Join(got, ", "); g != tc.risk {
 			t.Errorf("%s: risks %q, want %q", tc.name, g, tc.risk)
+		}
+		// The crash sentence agrees with the risks: "loses no acked
+		// message" only when no risk of a crash is listed.
+		if safeCrash := strings.Contains(j.Crash, "loses no acked message"); safeCrash != !strings.Contains(tc.risk, "innodb_") {
+			t.Errorf("%s: crash sentence %q beside risks %q", tc.name, j.Crash, tc.risk)
 		}
 	}
 	s := safe
