@@ -36,9 +36,11 @@ const (
 // Claim claims the rows' keys: one INSERT ... SELECT ... ON DUPLICATE KEY
 // UPDATE per chunk (a no-op update: the affected-row count is the number
 // of rows inserted), in key order so that two batches lock shared keys in
-// the same order. When it inserted fewer rows than it was given, one
-// locking read of the chunk's keys tells the inserted (claim_id is this
-// transaction's) from the stored and the dead-lettered ones.
+// the same order. On MariaDB (the VALUES form) its RETURNING answers for
+// every key it inserted or found (claim_id tells which); elsewhere, when
+// it inserted fewer rows than it was given, and for the keys RETURNING
+// did not answer (dead-lettered), one locking read of the keys tells the
+// inserted from the stored and the dead-lettered ones.
 func (t *myTx) Claim(ctx context.Context, rows []store.ClaimRow) ([]store.ClaimResult, error) {
 	order := make([]int, len(rows))
 	for i := range order {

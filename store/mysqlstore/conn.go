@@ -186,7 +186,8 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 // BeginTx begins the application's transactions as go-sql-driver does,
 // and a batch transaction (its context carries batchKey) as an XA
-// transaction: SET TRANSACTION ISOLATION LEVEL, then XA START.
+// transaction: SET TRANSACTION ISOLATION LEVEL when the session is at
+// another level, then XA START.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if ctx.Value(batchKey{}) == nil {
 		return c.inner.BeginTx(ctx, opts)

@@ -31,8 +31,9 @@ type myTx struct {
 var _ store.CheckpointAdvancer = (*myTx)(nil)
 
 // Begin begins a batch transaction at Options.Isolation on a connection
-// of its own: SET TRANSACTION ISOLATION LEVEL and XA START, two round
-// trips.
+// of its own: XA START, after SET TRANSACTION ISOLATION LEVEL unless the
+// session is at that level already (and, on a connection's first batch,
+// one probe of the server and the session's level).
 func (d *Driver) Begin(ctx context.Context) (store.Tx[*sql.Tx], error) {
 	b, err := sqldb.Begin(context.WithValue(ctx, batchKey{}, true), d.db, &sql.TxOptions{Isolation: d.opts.Isolation}, sqldb.Session{})
 	if err != nil {
